@@ -1,0 +1,81 @@
+# ebb — build, test, install.
+#
+#   make            build/libebb.so, build/libebb.a and the tools
+#   make test       build and run the whole test suite (tests/tests.mk)
+#   make bench      run the benchmark suite (bench/bench.mk)
+#   make install    PREFIX=/usr/local DESTDIR= : libraries, header, ebb.pc
+#   make clean
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
+
+SOVERSION := 0
+VERSION   := 0.1.0
+
+BUILD := build
+OBJ   := $(BUILD)/obj
+
+WARN     := -Wall -Wextra -Werror
+# -fno-builtin-malloc etc.: ebb *is* malloc; the compiler must not assume libc
+# semantics for our own definitions. -ftls-model: the thread heap pointer is
+# initial-exec TLS (one fs-relative load on the fast path).
+LIBCFLAGS := -std=c11 -O2 -g $(WARN) -fPIC -fvisibility=hidden \
+             -fno-omit-frame-pointer -fno-builtin-malloc -fno-builtin-free \
+             -fno-builtin-calloc -fno-builtin-realloc -ftls-model=initial-exec \
+             -fno-semantic-interposition \
+             -D_GNU_SOURCE -Iinclude -Isrc $(EXTRA_CFLAGS)
+
+SRCS := $(wildcard src/*.c)
+OBJS := $(patsubst src/%.c,$(OBJ)/%.o,$(SRCS))
+HDRS := $(wildcard src/*.h) include/ebb.h
+
+.PHONY: all lib test bench install uninstall clean
+all: lib tools
+
+lib: $(BUILD)/libebb.so $(BUILD)/libebb.a
+
+$(OBJ)/%.o: src/%.c $(HDRS) | $(OBJ)
+	$(CC) $(LIBCFLAGS) -c $< -o $@
+
+$(OBJ):
+	mkdir -p $@
+
+# Only the names listed in src/exports.map are exported; the soname carries the
+# ABI version so programs linked with -lebb find libebb.so.0.
+$(BUILD)/libebb.so: $(OBJS) src/exports.map
+	$(CC) -shared -Wl,-soname,libebb.so.$(SOVERSION) -Wl,--version-script=src/exports.map \
+	      -Wl,-z,now -Wl,-Bsymbolic-functions -o $@ $(OBJS) -lpthread
+	ln -sf libebb.so $(BUILD)/libebb.so.$(SOVERSION)
+
+$(BUILD)/libebb.a: $(OBJS)
+	rm -f $@
+	ar rcs $@ $(OBJS)
+
+$(BUILD)/ebb.pc: Makefile
+	mkdir -p $(BUILD)
+	printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\nName: ebb\nDescription: ebb memory allocator\nVersion: %s\nLibs: -L$${libdir} -lebb\nLibs.private: -lpthread\nCflags: -I$${includedir}\n' \
+	       '$(PREFIX)' '$(LIBDIR)' '$(INCDIR)' '$(VERSION)' > $@
+
+tools:
+
+-include tests/tests.mk
+-include bench/bench.mk
+
+install: lib $(BUILD)/ebb.pc
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
+	install -m 755 $(BUILD)/libebb.so $(DESTDIR)$(LIBDIR)/libebb.so.$(VERSION)
+	ln -sf libebb.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libebb.so.$(SOVERSION)
+	ln -sf libebb.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libebb.so
+	install -m 644 $(BUILD)/libebb.a $(DESTDIR)$(LIBDIR)/libebb.a
+	install -m 644 include/ebb.h $(DESTDIR)$(INCDIR)/ebb.h
+	install -m 644 $(BUILD)/ebb.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ebb.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libebb.so* $(DESTDIR)$(LIBDIR)/libebb.a \
+	      $(DESTDIR)$(INCDIR)/ebb.h $(DESTDIR)$(LIBDIR)/pkgconfig/ebb.pc
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,325 @@
+/*
+ * alloc.c — the ebb_ allocation API: size classes, the generic allocation and
+ * free paths, aligned allocation, calloc, realloc and usable size.
+ *
+ * Three kinds of block:
+ *   small  <= SMALL_MAX (128 KiB): a block of a size class in a small page;
+ *   large  <= LARGE_MAX (2 MiB):   a run of 64 KiB slices of its own;
+ *   huge   above:                  its own mapping (large.c).
+ *
+ * Alignment without interior pointers. A page starts on a 64 KiB boundary and
+ * block i sits at start + i * block_size, so every block of a class whose size
+ * is a multiple of A is A-aligned (A <= 64 KiB). An aligned request takes the
+ * smallest class that is both big enough and a multiple of A — usually the
+ * request rounded up to A, never a whole extra block — and free needs no
+ * special case. Larger alignments pick the start slice of a large run, or
+ * place a huge block at the right offset of its mapping.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "alloc.h"
+
+/* ---------------------------------------------------------------------------
+ * Size classes
+ * ------------------------------------------------------------------------- */
+#define CLASS_GROUP(b) \
+    (1u << (b)) + (1u << ((b) - 2)), (1u << (b)) + 2u * (1u << ((b) - 2)), \
+    (1u << (b)) + 3u * (1u << ((b) - 2)), (1u << ((b) + 1))
+
+const uint32_t class_block_size[CLASS_COUNT] = {
+    16, 32, 48, 64, 80, 96, 112, 128,
+    CLASS_GROUP(7), CLASS_GROUP(8), CLASS_GROUP(9), CLASS_GROUP(10), CLASS_GROUP(11),
+    CLASS_GROUP(12), CLASS_GROUP(13), CLASS_GROUP(14), CLASS_GROUP(15), CLASS_GROUP(16),
+};
+
+/* Slices per small page: enough for PAGE_MIN_BLOCKS blocks (1 for blocks up to
+ * 8 KiB, 16 for 128 KiB blocks). */
+#define PAGE_SLICES(bs) \
+    ((uint8_t)(((size_t)(bs) * PAGE_MIN_BLOCKS + SLICE_SIZE - 1) / SLICE_SIZE))
+#define SLICE_GROUP(b) \
+    PAGE_SLICES((1u << (b)) + (1u << ((b) - 2))), \
+    PAGE_SLICES((1u << (b)) + 2u * (1u << ((b) - 2))), \
+    PAGE_SLICES((1u << (b)) + 3u * (1u << ((b) - 2))), PAGE_SLICES(1u << ((b) + 1))
+
+const uint8_t class_slice_count[CLASS_COUNT] = {
+    1, 1, 1, 1, 1, 1, 1, 1,
+    SLICE_GROUP(7), SLICE_GROUP(8), SLICE_GROUP(9), SLICE_GROUP(10), SLICE_GROUP(11),
+    SLICE_GROUP(12), SLICE_GROUP(13), SLICE_GROUP(14), SLICE_GROUP(15), SLICE_GROUP(16),
+};
+
+_Static_assert(PAGE_SLICES(SMALL_MAX) <= PAGE_MAX_SLICES, "largest small page too big");
+
+/* ---------------------------------------------------------------------------
+ * Generic paths
+ * ------------------------------------------------------------------------- */
+static heap_t *heap_self(void)
+{
+    heap_t *heap = tls_heap;
+    if (ebb_unlikely(heap == &heap_empty))
+        heap = heap_get_or_create();
+    return heap;
+}
+
+/* A block of class `cls` for `heap`: pop the queue's first page, else slow. */
+static void *alloc_class(heap_t *heap, unsigned cls)
+{
+    page_t *page = heap->queues[cls].first;
+    if (page && page->free) {
+        block_t *block = page->free;
+        page->free = block->next;
+        page->used++;
+        return block;
+    }
+    return page_alloc_slow(heap, cls);
+}
+
+/* A run of slices for one block; `zero` clears it unless it is fresh. */
+static void *alloc_large(heap_t *heap, size_t size, size_t alignment, bool zero)
+{
+    size_t slices = (size + SLICE_SIZE - 1) >> SLICE_SHIFT;
+    size_t align_slices = alignment > SLICE_SIZE ? alignment >> SLICE_SHIFT : 1;
+    lock_acquire(&heap->lock);
+    page_t *page = segment_alloc_run(heap, slices, align_slices);
+    if (page)
+        page_init_large(heap, page, slices, page->is_zero);
+    lock_release(&heap->lock);
+    if (page == NULL)
+        return NULL;
+    void *p = page_start(page);
+    if (zero && !page->is_zero)
+        memset(p, 0, size);
+    page->is_zero = false;
+    return p;
+}
+
+/* Any size, any power-of-two alignment (<= MIN_ALIGN means none). Sets errno. */
+static void *alloc_generic(size_t size, size_t alignment, bool zero)
+{
+    if (ebb_unlikely(size > PTRDIFF_MAX)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    heap_t *heap = heap_self();
+    if (ebb_unlikely(heap == NULL)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (alignment < MIN_ALIGN)
+        alignment = MIN_ALIGN;
+    void *p = NULL;
+    if (size <= SMALL_MAX && alignment <= SLICE_SIZE) {
+        size_t want = size < alignment ? alignment : size;
+        unsigned cls = size_class(want);
+        while (cls < CLASS_COUNT && (class_block_size[cls] & (alignment - 1)) != 0)
+            cls++;
+        if (cls < CLASS_COUNT) {
+            p = alloc_class(heap, cls);
+            if (p && zero)
+                memset(p, 0, size);
+            goto done;
+        }
+    }
+    if (size <= LARGE_MAX && alignment <= LARGE_ALIGN_MAX) {
+        p = alloc_large(heap, size ? size : 1, alignment, zero);
+    } else {
+        p = huge_alloc(size, alignment); /* fresh mapping: already zero */
+    }
+done:
+    if (p == NULL)
+        errno = ENOMEM;
+    return p;
+}
+
+void *alloc_malloc_slow(size_t size)
+{
+    return alloc_generic(size, 0, false);
+}
+
+void free_generic(segment_t *seg, void *p)
+{
+    if (seg->kind == SEGMENT_HUGE) {
+        huge_free(seg);
+        return;
+    }
+    page_free_remote(seg, segment_page_of(seg, p), (block_t *)p);
+}
+
+size_t alloc_usable_size(const void *p)
+{
+    segment_t *seg = ptr_segment(p);
+    if (seg->kind == SEGMENT_HUGE)
+        return huge_usable_size(seg);
+    return segment_page_of(seg, p)->block_size;
+}
+
+/* ---------------------------------------------------------------------------
+ * The ebb_ API
+ * ------------------------------------------------------------------------- */
+EBB_API const char *ebb_version(void)
+{
+#define EBB_STR2(x) #x
+#define EBB_STR(x) EBB_STR2(x)
+    return EBB_STR(EBB_VERSION_MAJOR) "." EBB_STR(EBB_VERSION_MINOR) "." EBB_STR(EBB_VERSION_PATCH);
+}
+
+EBB_API void *ebb_malloc(size_t size)
+{
+    return alloc_malloc_inline(size);
+}
+
+EBB_API void ebb_free(void *p)
+{
+    alloc_free_inline(p);
+}
+
+EBB_API void *ebb_calloc(size_t n, size_t size)
+{
+    size_t total;
+    if (ebb_unlikely(__builtin_mul_overflow(n, size, &total))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (total <= DIRECT_MAX) {
+        void *p = alloc_malloc_inline(total);
+        if (p)
+            memset(p, 0, total);
+        return p;
+    }
+    return alloc_generic(total, 0, true);
+}
+
+EBB_API void *ebb_realloc(void *p, size_t size)
+{
+    if (p == NULL)
+        return alloc_malloc_inline(size);
+    if (size == 0) {
+        alloc_free_inline(p);
+        return NULL;
+    }
+    if (ebb_unlikely(size > PTRDIFF_MAX)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    segment_t *seg = ptr_segment(p);
+    if (seg->kind == SEGMENT_HUGE && size > LARGE_MAX) {
+        void *q = huge_realloc(seg, p, size);
+        if (q)
+            return q;
+    }
+    size_t usable = alloc_usable_size(p);
+    if (size <= usable && size >= usable / 2)
+        return p; /* fits, and shrinking would not save half the block */
+    void *q = alloc_malloc_inline(size);
+    if (q == NULL)
+        return NULL; /* errno is ENOMEM; p is untouched */
+    memcpy(q, p, usable < size ? usable : size);
+    alloc_free_inline(p);
+    return q;
+}
+
+EBB_API void *ebb_reallocarray(void *p, size_t n, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return ebb_realloc(p, total);
+}
+
+static inline bool is_power_of_two(size_t x)
+{
+    return x != 0 && (x & (x - 1)) == 0;
+}
+
+void *alloc_aligned(size_t size, size_t alignment, bool zero)
+{
+    if (alignment <= MIN_ALIGN && size <= DIRECT_MAX && !zero)
+        return alloc_malloc_inline(size);
+    return alloc_generic(size, alignment <= MIN_ALIGN ? 0 : alignment, zero);
+}
+
+EBB_API int ebb_posix_memalign(void **out, size_t alignment, size_t size)
+{
+    if (!is_power_of_two(alignment) || alignment % sizeof(void *) != 0)
+        return EINVAL;
+    int saved = errno;
+    void *p = alloc_aligned(size, alignment, false);
+    if (p == NULL) {
+        errno = saved;
+        return ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+EBB_API void *ebb_aligned_alloc(size_t alignment, size_t size)
+{
+    if (!is_power_of_two(alignment)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return alloc_aligned(size, alignment, false);
+}
+
+EBB_API void *ebb_memalign(size_t alignment, size_t size)
+{
+    return ebb_aligned_alloc(alignment, size);
+}
+
+EBB_API void *ebb_valloc(size_t size)
+{
+    return alloc_aligned(size, os_info.page_size, false);
+}
+
+EBB_API void *ebb_pvalloc(size_t size)
+{
+    size_t ps = os_info.page_size;
+    size_t rounded = (size + ps - 1) & ~(ps - 1);
+    if (rounded < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return alloc_aligned(rounded ? rounded : ps, ps, false);
+}
+
+EBB_API size_t ebb_malloc_usable_size(const void *p)
+{
+    return p ? alloc_usable_size(p) : 0;
+}
+
+EBB_API void ebb_free_sized(void *p, size_t size)
+{
+    (void)size;
+    alloc_free_inline(p);
+}
+
+EBB_API void ebb_free_aligned_sized(void *p, size_t alignment, size_t size)
+{
+    (void)alignment;
+    (void)size;
+    alloc_free_inline(p);
+}
+
+EBB_API int ebb_malloc_trim(size_t pad)
+{
+    (void)pad;
+    size_t before = os_mapped_bytes();
+    heap_t *heap = tls_heap;
+    if (heap != &heap_empty) {
+        lock_acquire(&heap->lock);
+        heap_collect_pages(heap, true);
+        lock_release(&heap->lock);
+    }
+    bool purged = segment_trim_all();
+    return purged || os_mapped_bytes() < before;
+}
+
+EBB_API int ebb_mallopt(int param, int value)
+{
+    (void)param;
+    (void)value;
+    return 1;
+}

@@ -1,0 +1,49 @@
+/*
+ * alloc.h — the malloc and free fast paths, inlined into both the ebb_ entry
+ * points (alloc.c) and the standard names (override.c).
+ *
+ * malloc: one TLS load, one indexed load of the page, pop its free list.
+ * free:   mask to the segment; if this thread owns it, push on the page's local
+ *         list; otherwise (another thread's, abandoned, huge) the generic path.
+ * Everything else — empty lists, new pages, big sizes, first call of a thread —
+ * is in the out-of-line slow paths.
+ */
+#ifndef EBB_ALLOC_H
+#define EBB_ALLOC_H
+
+#include "internal.h"
+
+static inline void *alloc_malloc_inline(size_t size)
+{
+    heap_t *heap = tls_heap;
+    if (ebb_likely(size <= DIRECT_MAX)) {
+        page_t *page = heap->direct[(size + 15) >> 4];
+        block_t *block = page->free;
+        if (ebb_likely(block != NULL)) {
+            page->free = block->next;
+            page->used++;
+            return block;
+        }
+    }
+    return alloc_malloc_slow(size);
+}
+
+static inline void alloc_free_inline(void *p)
+{
+    if (ebb_unlikely(p == NULL))
+        return;
+    segment_t *seg = ptr_segment(p);
+    if (ebb_likely(atomic_load_explicit(&seg->thread_id, memory_order_relaxed) ==
+                   thread_id_self())) {
+        page_t *page = segment_page_of(seg, p);
+        block_t *block = (block_t *)p;
+        block->next = page->local_free;
+        page->local_free = block;
+        if (ebb_unlikely(--page->used == 0 || page->in_full))
+            page_free_local_slow(tls_heap, page);
+        return;
+    }
+    free_generic(seg, p);
+}
+
+#endif /* EBB_ALLOC_H */

@@ -1,0 +1,210 @@
+/*
+ * heap.c — thread heaps: creation on a thread's first allocation, the TLS
+ * pointer, hand-over at thread exit; process initialization; fork.
+ *
+ * Bootstrap. The first malloc can come from the dynamic loader before any
+ * constructor, and from any thread. Every thread starts with tls_heap pointing
+ * at heap_empty, whose direct slots all hold page_empty (no free block), so its
+ * first malloc falls into the slow path, which initializes the process once
+ * (process_init) and then gives the thread a heap. Nothing here calls stdio,
+ * dlsym or anything else that might allocate, except pthread_key_create and
+ * pthread_atfork, which run after the allocator is usable (a recursive malloc
+ * from them is served normally).
+ *
+ * Heaps live in chunks mapped for them and are never unmapped: a thread may
+ * hold a stale pointer to a heap that was handed to another thread (page.c's
+ * full-page protocol), and writing a flag there must stay harmless.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include "internal.h"
+
+page_t page_empty;
+heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
+__thread heap_t *tls_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
+
+static lock_t heap_pool_lock = LOCK_INIT; /* heap_all, heap_pool_free, in_use */
+static heap_t *heap_all;
+static heap_t *heap_pool_free;
+
+static pthread_key_t heap_key;
+static bool heap_key_ready;
+
+/* 0: not started, 1: running, 2: done. */
+static atomic_int init_state;
+static _Atomic(uintptr_t) init_thread;
+
+static void fork_prepare(void);
+static void fork_parent(void);
+static void fork_child(void);
+static void heap_thread_done(void *arg);
+
+static void process_init(void)
+{
+    if (ebb_likely(atomic_load_explicit(&init_state, memory_order_acquire) == 2))
+        return;
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
+        atomic_store(&init_thread, thread_id_self());
+        os_init();
+        /* The allocator works from here on; the calls below may allocate. */
+        if (pthread_key_create(&heap_key, heap_thread_done) == 0)
+            heap_key_ready = true;
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
+        atomic_store_explicit(&init_state, 2, memory_order_release);
+        return;
+    }
+    if (atomic_load(&init_thread) == thread_id_self())
+        return; /* a recursive call from inside the initialization above */
+    while (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
+        sched_yield();
+}
+
+/* ---------------------------------------------------------------------------
+ * The heap pool
+ * ------------------------------------------------------------------------- */
+#define HEAP_CHUNK_SIZE ((size_t)64 * 1024)
+
+static heap_t *heap_pool_take(void)
+{
+    lock_acquire(&heap_pool_lock);
+    heap_t *heap = heap_pool_free;
+    if (heap) {
+        heap_pool_free = heap->pool_next;
+        heap->in_use = true;
+    }
+    lock_release(&heap_pool_lock);
+    if (heap)
+        return heap;
+
+    uint8_t *chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
+    if (chunk == NULL && segment_cache_release())
+        chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
+    if (chunk == NULL)
+        return NULL;
+    size_t n = HEAP_CHUNK_SIZE / sizeof(heap_t);
+    heap = (heap_t *)chunk;
+    lock_acquire(&heap_pool_lock);
+    for (size_t i = 0; i < n; i++) {
+        heap_t *h = &heap[i];
+        h->all_next = heap_all;
+        heap_all = h;
+        if (i > 0) {
+            h->pool_next = heap_pool_free;
+            heap_pool_free = h;
+        }
+    }
+    heap->in_use = true;
+    lock_release(&heap_pool_lock);
+    return heap;
+}
+
+static void heap_pool_put_locked(heap_t *heap)
+{
+    heap->in_use = false;
+    heap->pool_next = heap_pool_free;
+    heap_pool_free = heap;
+}
+
+/* Forget every page and segment (they have been freed or abandoned). */
+static void heap_reset(heap_t *heap, uintptr_t thread_id)
+{
+    for (size_t i = 0; i < DIRECT_SLOTS; i++)
+        heap->direct[i] = &page_empty;
+    memset(heap->queues, 0, sizeof heap->queues);
+    memset(&heap->full, 0, sizeof heap->full);
+    atomic_store_explicit(&heap->xfull_pending, 0, memory_order_relaxed);
+    heap->segments = NULL;
+    heap->segment_count = 0;
+    heap->thread_id = thread_id;
+}
+
+heap_t *heap_get_or_create(void)
+{
+    process_init();
+    if (tls_heap != &heap_empty)
+        return tls_heap; /* created by a recursive call during initialization */
+    heap_t *heap = heap_pool_take();
+    if (heap == NULL)
+        return NULL;
+    heap_reset(heap, thread_id_self());
+    tls_heap = heap;
+    /* May allocate (glibc's second-level key array): tls_heap is set already. */
+    if (heap_key_ready)
+        pthread_setspecific(heap_key, heap);
+    return heap;
+}
+
+/* ---------------------------------------------------------------------------
+ * Thread exit: free what is empty, abandon the rest for others to reclaim.
+ * ------------------------------------------------------------------------- */
+static void heap_thread_done(void *arg)
+{
+    heap_t *heap = arg;
+    if (heap == NULL || heap != tls_heap)
+        return;
+    lock_acquire(&heap->lock);
+    heap_collect_pages(heap, true);
+    segment_abandon_all(heap);
+    heap_reset(heap, 0);
+    lock_release(&heap->lock);
+    /* A destructor that runs after this one and allocates gets a new heap
+     * (and this destructor again in the next round). */
+    tls_heap = &heap_empty;
+    lock_acquire(&heap_pool_lock);
+    heap_pool_put_locked(heap);
+    lock_release(&heap_pool_lock);
+}
+
+void ebb_collect(bool force)
+{
+    heap_t *heap = tls_heap;
+    if (heap != &heap_empty) {
+        lock_acquire(&heap->lock);
+        heap_collect_pages(heap, force);
+        lock_release(&heap->lock);
+    }
+    if (force)
+        segment_trim_all();
+}
+
+/* ---------------------------------------------------------------------------
+ * fork(): every lock is taken before the fork and released after it in both
+ * processes (order: pool, heaps, then segment.c's locks — the same order every
+ * other path nests them in). In the child only the forking thread survives:
+ * the other threads' heaps are abandoned so their memory can be reclaimed, and
+ * so a new thread that happens to get a dead thread's id cannot mistake that
+ * thread's segments for its own.
+ * ------------------------------------------------------------------------- */
+static void fork_prepare(void)
+{
+    lock_acquire(&heap_pool_lock);
+    for (heap_t *h = heap_all; h; h = h->all_next)
+        lock_acquire(&h->lock);
+    segment_fork_lock();
+}
+
+static void fork_parent(void)
+{
+    segment_fork_unlock();
+    for (heap_t *h = heap_all; h; h = h->all_next)
+        lock_release(&h->lock);
+    lock_release(&heap_pool_lock);
+}
+
+static void fork_child(void)
+{
+    segment_fork_unlock();
+    for (heap_t *h = heap_all; h; h = h->all_next)
+        lock_release(&h->lock);
+    for (heap_t *h = heap_all; h; h = h->all_next) {
+        if (h->in_use && h != tls_heap) {
+            segment_abandon_all(h);
+            heap_reset(h, 0);
+            heap_pool_put_locked(h);
+        }
+    }
+    lock_release(&heap_pool_lock);
+}

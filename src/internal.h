@@ -1,0 +1,406 @@
+/*
+ * internal.h — the map of ebb's design: every core structure, the constants that
+ * shape it, and the functions each module offers the others.
+ *
+ * The shape, in one paragraph. Memory comes from the OS in SEGMENTs: 4 MiB
+ * mappings aligned to 4 MiB, so masking any pointer inside one gives its header.
+ * A segment is cut into 64 SLICEs of 64 KiB; slice 0 holds the header and the
+ * page descriptors, slices 1..63 are handed out in runs. A PAGE is a run of
+ * slices serving one size class (small pages) or one block (large pages). Each
+ * thread owns a HEAP (reached through initial-exec TLS) and the segments it
+ * allocated from: only the owner thread allocates from them, and a free by the
+ * owner is a plain push on the page's local list. A free by any other thread is
+ * one CAS on the page's `xthread_free` list, which the owner collects in its
+ * slow path. Blocks too big for a segment (HUGE) are their own aligned mapping
+ * with the same header at its start, so one mask also finds them; they grow and
+ * shrink with mremap. When a thread exits its segments are ABANDONED; the next
+ * thread that needs memory reclaims them.
+ *
+ * Synchronization, in short (details next to each field):
+ *   - owner-only fields: written and read only by the thread whose id is in the
+ *     segment's `thread_id` (that thread holds its heap's `lock` in slow paths,
+ *     only so that fork() can find the heap in a consistent state);
+ *   - `xthread_free`, `free_slices`, `fresh_slices`: atomics any thread may touch,
+ *     with the protocols written where they are used (page.c, segment.c);
+ *   - global lists (abandoned segments, segment cache, heap pool): small locks
+ *     (lock_t), never taken on a fast path.
+ */
+#ifndef EBB_INTERNAL_H
+#define EBB_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ebb.h"
+
+#define ebb_likely(x)   __builtin_expect(!!(x), 1)
+#define ebb_unlikely(x) __builtin_expect(!!(x), 0)
+#define ebb_noinline    __attribute__((noinline))
+#define ebb_internal    __attribute__((visibility("hidden")))
+
+/* ---------------------------------------------------------------------------
+ * Constants that shape the design
+ * ------------------------------------------------------------------------- */
+
+/* 4 MiB segments: large enough that the header slice (64 KiB of address space,
+ * one or two touched pages) is a small share, small enough that one idle
+ * thread's last segment does not pin much, and a multiple of the 2 MiB huge
+ * page so THP never straddles two segments. */
+#define SEGMENT_SHIFT 22
+#define SEGMENT_SIZE  ((size_t)1 << SEGMENT_SHIFT)
+#define SEGMENT_MASK  (SEGMENT_SIZE - 1)
+
+/* 64 KiB slices: the unit of page allocation and (later) of purging. 64 of them
+ * make the free-slice set of a segment one 64-bit word, claimed with one CAS. */
+#define SLICE_SHIFT        16
+#define SLICE_SIZE         ((size_t)1 << SLICE_SHIFT)
+#define SLICES_PER_SEGMENT (SEGMENT_SIZE / SLICE_SIZE) /* 64 */
+#define SLICES_ALL         (~(uint64_t)1)               /* slices 1..63: slice 0 is the header */
+
+/* Size classes: 16-byte steps up to 128 bytes, then four classes per doubling
+ * (block sizes 2^b + k*2^(b-2), k = 1..4), so rounding wastes at most 20% of a
+ * block. The largest class is 128 KiB; CLASS_COUNT classes in all. */
+#define CLASS_COUNT    48
+#define SMALL_MAX      ((size_t)128 * 1024)
+#define MIN_ALIGN      16
+
+/* The malloc fast path indexes heap->direct[] by (size + 15) / 16 up to this
+ * size: one load finds the page to pop from. 1 KiB covers most requests. */
+#define DIRECT_MAX     1024
+#define DIRECT_SLOTS   (DIRECT_MAX / 16 + 1)
+
+/* A small page holds at least this many blocks (its run of slices grows with
+ * the block size, up to PAGE_MAX_SLICES), so per-page overhead stays small. */
+#define PAGE_MIN_BLOCKS  8
+#define PAGE_MAX_SLICES  16
+
+/* Requests above SMALL_MAX up to LARGE_MAX get a run of slices to themselves
+ * (a one-block page); above LARGE_MAX they are huge mappings. Half a segment:
+ * a bigger run would leave most of a segment unusable for anything else. */
+#define LARGE_MAX      ((size_t)2 * 1024 * 1024)
+/* Largest alignment a slice run can honour by choosing its start slice. */
+#define LARGE_ALIGN_MAX ((size_t)1024 * 1024)
+
+/* A free page run is carved into blocks lazily, at most this many bytes at a
+ * time, so a fresh page touches (and makes resident) only what is used. */
+#define PAGE_EXTEND_BYTES 4096
+
+/* Fully free segments kept mapped for the next thread or page run, at most.
+ * Bound on address space: SEGMENT_CACHE_MAX * SEGMENT_SIZE = 16 MiB. */
+#define SEGMENT_CACHE_MAX 4
+
+/* When a thread needs a new segment it reclaims at most this many abandoned
+ * segments per request before mapping a fresh one, so a long list of full
+ * abandoned segments cannot make one malloc slow. */
+#define RECLAIM_MAX_PER_REQUEST 8
+
+/* ---------------------------------------------------------------------------
+ * A tiny lock for slow paths (no pthread dependency: usable before and during
+ * initialization, and trivially reset in a forked child).
+ * ------------------------------------------------------------------------- */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+typedef struct lock_s {
+    atomic_int held;
+} lock_t;
+#define LOCK_INIT {0}
+void lock_acquire(lock_t *l);
+static inline void lock_release(lock_t *l)
+{
+    atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
+/* ---------------------------------------------------------------------------
+ * Blocks, pages, segments, heaps
+ * ------------------------------------------------------------------------- */
+
+/* A free block: its first word links it into one of its page's lists. */
+typedef struct block_s {
+    struct block_s *next;
+} block_t;
+
+struct heap_s;
+
+/* Page kinds (page_t.kind). */
+enum { PAGE_FREE = 0, PAGE_SMALL = 1, PAGE_LARGE = 2 };
+
+/* The low bit of page_t.xthread_free: set while the page sits in its heap's
+ * full list, so that the first remote free into it tells the heap to look
+ * (see page.c, "the full-page protocol"). */
+#define XTHREAD_IN_FULL ((uintptr_t)1)
+
+/* A page descriptor. One per slice, in the segment header; for a run of slices
+ * the descriptor of the first slice is the page, and every slice of the run
+ * records `slice_offset`, its distance to that first slice, so a pointer into
+ * any slice of the run finds the page with one subtraction. */
+typedef struct page_s {
+    /* Owner-only. The free list malloc pops from. */
+    block_t *free;
+    /* Owner-only. Blocks freed by the owner; swapped into `free` when `free`
+     * runs dry (free-list sharding keeps the malloc fast path to one list). */
+    block_t *local_free;
+    /* Owner-only. Blocks handed out and not yet returned to `free`,
+     * `local_free`, or collected from `xthread_free`. 0 means the page is empty. */
+    uint32_t used;
+    /* Owner-only. Blocks carved so far / blocks the page can hold. */
+    uint32_t capacity;
+    uint32_t reserved;
+    /* Set at page init, constant while the page is in use: block size in bytes
+     * (for a large page: the whole run). */
+    uint32_t block_size;
+    /* Set at page init, constant while in use. */
+    uint8_t kind;        /* PAGE_FREE, PAGE_SMALL, PAGE_LARGE */
+    uint8_t class_idx;   /* size class of a small page */
+    uint8_t slice_count; /* slices in the run (first slice of a run only) */
+    uint8_t slice_offset;/* in every slice of a run: index - first index */
+    /* Owner-only. The page is in its heap's `full` list. */
+    uint8_t in_full;
+    /* Owner-only. A large page's block is known to be zero (fresh from the OS). */
+    uint8_t is_zero;
+    /* Any thread. Blocks freed by threads other than the owner, pushed with one
+     * CAS, collected by the owner with an exchange; low bit XTHREAD_IN_FULL. */
+    _Atomic(uintptr_t) xthread_free;
+    /* Written by the owner (set at page init and reclaim, NULL on abandon); read
+     * by remote freers to notify the heap. Heaps are never unmapped (heap.c), so
+     * a stale pointer only causes a spurious notification. */
+    _Atomic(struct heap_s *) heap;
+    /* Owner-only. Links in a heap page queue or the full list. */
+    struct page_s *next, *prev;
+} page_t;
+
+/* Segment kinds. */
+enum { SEGMENT_NORMAL = 1, SEGMENT_HUGE = 2 };
+
+/* A segment header, at the start of every segment and every huge mapping. */
+typedef struct segment_s {
+    /* The owner thread's id (its thread pointer), or 0 when abandoned and for
+     * huge mappings. Written by the owner at reclaim/abandon (release); read by
+     * every free (relaxed: only the owner itself can ever read its own id). */
+    _Atomic(uintptr_t) thread_id;
+    /* Never changes after setup. */
+    uint32_t kind;
+    uint32_t in_abandoned; /* under abandoned_lock: on the abandoned list */
+    /* Huge mappings only (constant except under realloc by the block's owner,
+     * i.e. whoever holds the pointer): mapping size, block offset, alignment. */
+    size_t map_size;
+    size_t block_offset;
+    size_t alignment;
+    /* Normal segments. Bit i set = slice i is free. Claimed by the owner with a
+     * CAS (segment_claim_slices); released by any thread with an atomic OR after
+     * it has reset the slices' descriptors (release order). */
+    _Atomic(uint64_t) free_slices;
+    /* Bit i set = slice i holds only zeros (never handed out since it was
+     * mapped). Cleared by the owner when it claims slices. */
+    _Atomic(uint64_t) fresh_slices;
+    /* Owner-only: the owning heap and the links in its segment list; under
+     * abandoned_lock while abandoned. */
+    struct heap_s *heap;
+    struct segment_s *next, *prev;
+    /* Under segments_lock: the list of every normal segment mapped (for the
+     * trim pass and later the heap walk). */
+    struct segment_s *all_next, *all_prev;
+    /* One descriptor per slice; [0] is unused (the header lives there). */
+    page_t pages[SLICES_PER_SEGMENT];
+} segment_t;
+
+_Static_assert(sizeof(segment_t) <= SLICE_SIZE, "the segment header must fit in slice 0");
+
+/* A list of pages (doubly linked through page_t.next/prev). Owner-only. */
+typedef struct page_queue_s {
+    page_t *first, *last;
+} page_queue_t;
+
+/* A thread's heap. Everything here is owner-only unless marked. */
+typedef struct heap_s {
+    /* The malloc fast path: direct[(size + 15) / 16] is the page to pop from
+     * for that size (the first page of its class queue), or the empty page. */
+    page_t *direct[DIRECT_SLOTS];
+    /* Pages with (possibly) free blocks, per size class, most useful first. */
+    page_queue_t queues[CLASS_COUNT];
+    /* Pages found with no free block; they come back when a block is freed. */
+    page_queue_t full;
+    /* Any thread: set (release) by a remote freer whose block landed in a page
+     * of the full list; the owner exchanges it to 0 and scans `full`. */
+    atomic_int xfull_pending;
+    /* The owner's thread id; 0 when the heap is not in use. */
+    uintptr_t thread_id;
+    /* Segments this heap owns. */
+    segment_t *segments;
+    size_t segment_count;
+    /* Held by the owner in its slow paths; taken by the fork handler so the
+     * child finds every heap consistent (heap.c). Uncontended otherwise. */
+    lock_t lock;
+    /* Under heap_pool_lock: every heap ever created, and the free heaps. */
+    struct heap_s *all_next;
+    struct heap_s *pool_next;
+    bool in_use;
+} heap_t;
+
+/* ---------------------------------------------------------------------------
+ * Size classes (alloc.c holds the tables)
+ * ------------------------------------------------------------------------- */
+extern const uint32_t class_block_size[CLASS_COUNT];
+extern const uint8_t class_slice_count[CLASS_COUNT];
+
+/* The size class of a request of `size` <= SMALL_MAX bytes. */
+static inline unsigned size_class(size_t size)
+{
+    if (size <= 128)
+        return size ? (unsigned)((size - 1) >> 4) : 0;
+    size_t w = size - 1;
+    unsigned b = 63u - (unsigned)__builtin_clzl(w);
+    return 8u + (b - 7u) * 4u + (unsigned)((w >> (b - 2u)) & 3u);
+}
+
+/* ---------------------------------------------------------------------------
+ * Pointer → metadata
+ * ------------------------------------------------------------------------- */
+
+/* The segment (or huge mapping) header of a block. (p - 1) rather than p: a huge
+ * block aligned to SEGMENT_SIZE or more starts exactly on a segment boundary,
+ * and its header sits one segment below it (large.c); every other block lies
+ * strictly after its header, so both cases are one subtraction and a mask. */
+static inline segment_t *ptr_segment(const void *p)
+{
+    return (segment_t *)(((uintptr_t)p - 1) & ~(uintptr_t)SEGMENT_MASK);
+}
+
+/* The page of a block inside a normal segment. */
+static inline page_t *segment_page_of(segment_t *seg, const void *p)
+{
+    size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> SLICE_SHIFT;
+    page_t *slice = &seg->pages[idx];
+    return slice - slice->slice_offset;
+}
+
+static inline uint8_t *page_start(const page_t *page)
+{
+    segment_t *seg = (segment_t *)((uintptr_t)page & ~(uintptr_t)SEGMENT_MASK);
+    size_t idx = (size_t)(page - seg->pages);
+    return (uint8_t *)seg + idx * SLICE_SIZE;
+}
+
+static inline segment_t *page_segment(const page_t *page)
+{
+    return (segment_t *)((uintptr_t)page & ~(uintptr_t)SEGMENT_MASK);
+}
+
+/* The calling thread's id: its thread pointer, unique among live threads. */
+static inline uintptr_t thread_id_self(void)
+{
+    return (uintptr_t)__builtin_thread_pointer();
+}
+
+/* ---------------------------------------------------------------------------
+ * os.c — the only code that talks to the OS
+ * ------------------------------------------------------------------------- */
+typedef struct os_info_s {
+    size_t page_size;
+} os_info_t;
+extern os_info_t os_info;
+
+void os_init(void);
+/* Map `size` bytes (a multiple of the page size) readable and writable, the
+ * start aligned to `align` (a power of two >= page size) at `align_offset`
+ * bytes into the mapping: (start + align_offset) % align == 0. NULL on failure.
+ * Memory is zero. */
+void *os_map_aligned(size_t size, size_t align, size_t align_offset);
+/* Reserve address space only (PROT_NONE), aligned as os_map_aligned. */
+void *os_reserve_aligned(size_t size, size_t align, size_t align_offset);
+void os_unmap(void *p, size_t size);
+/* Drop a reservation from os_reserve_aligned. */
+void os_unreserve(void *p, size_t size);
+/* Grow or shrink a mapping in place; false if it cannot be done in place. */
+bool os_remap_inplace(void *p, size_t old_size, size_t new_size);
+/* Move a mapping onto `target` (which must be a reservation of new_size bytes),
+ * resizing it; no data is copied. False on failure (the old mapping is intact). */
+bool os_remap_move(void *p, size_t old_size, size_t new_size, void *target);
+/* Give the pages back: their contents become zero, their RSS goes away. */
+void os_purge(void *p, size_t size);
+/* Counters (relaxed atomics; exact when quiescent). */
+size_t os_mapped_bytes(void);
+/* Tests: see tests/test_oom.c. */
+void os_inject_failures(long skip, long count);
+unsigned long os_map_calls(void);
+
+/* ---------------------------------------------------------------------------
+ * segment.c — segments, the segment map, abandonment, the segment cache
+ * ------------------------------------------------------------------------- */
+/* Allocate a run of `count` slices aligned to `align_slices` for `heap`, from
+ * its segments, a reclaimed abandoned one, the cache, or a new mapping. Returns
+ * the first slice's descriptor, not yet initialized, or NULL (out of memory). */
+page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices);
+/* Return a page's slices to its segment (any thread may call this for a large
+ * page; small pages only by their owner). */
+void segment_free_run(page_t *page);
+/* The owner's segment became entirely free: release it unless it is the heap's
+ * last one. */
+void segment_maybe_release(heap_t *heap, segment_t *seg);
+/* Thread exit: hand `heap`'s segments over (free ones released). */
+void segment_abandon_all(heap_t *heap);
+/* A large page freed by a thread that does not own its segment. */
+void segment_free_large_remote(segment_t *seg, page_t *page);
+/* Is p inside a segment or huge mapping of ours? (segment map lookup) */
+bool segment_map_contains(const void *p);
+void segment_map_set(const void *seg, bool present);
+/* malloc_trim: release cached segments, purge every free slice. */
+bool segment_trim_all(void);
+/* Release the segment cache (out-of-memory retry). */
+bool segment_cache_release(void);
+/* Fork: take and release every global lock of this module. */
+void segment_fork_lock(void);
+void segment_fork_unlock(void);
+
+/* ---------------------------------------------------------------------------
+ * page.c — pages, their free lists, the per-heap page queues
+ * ------------------------------------------------------------------------- */
+/* Slow path of malloc for size class `cls`: find or make a page with a free
+ * block and return one (owner's heap, lock held). NULL when out of memory. */
+void *page_alloc_slow(heap_t *heap, unsigned cls);
+/* A local free emptied a page (used == 0) or hit a page in the full list. */
+void page_free_local_slow(heap_t *heap, page_t *page);
+/* A block of `page` freed by a thread that does not own its segment. */
+void page_free_remote(segment_t *seg, page_t *page, block_t *block);
+/* Collect remote frees into every page of the heap; free empty pages
+ * (all of them if `force`, else keep one per class as usual). */
+void heap_collect_pages(heap_t *heap, bool force);
+/* Reclaim: adopt a page of an abandoned segment into `heap`. */
+void page_adopt(heap_t *heap, page_t *page);
+/* Initialize the run starting at `page` as a large one-block page. */
+void page_init_large(heap_t *heap, page_t *page, size_t slices, bool zero);
+void heap_direct_update(heap_t *heap, unsigned cls);
+
+/* ---------------------------------------------------------------------------
+ * heap.c — thread heaps, TLS, thread exit, process init, fork
+ * ------------------------------------------------------------------------- */
+extern heap_t heap_empty;
+extern page_t page_empty;
+extern __thread heap_t *tls_heap __attribute__((tls_model("initial-exec")));
+/* The calling thread's heap, created (and the process initialized) on first
+ * use. NULL only if no memory could be obtained for the heap itself. */
+heap_t *heap_get_or_create(void);
+
+/* ---------------------------------------------------------------------------
+ * alloc.c / large.c — the generic (slow) allocation entry points
+ * ------------------------------------------------------------------------- */
+void *alloc_malloc_slow(size_t size);
+void free_generic(segment_t *seg, void *p);
+void *alloc_aligned(size_t size, size_t alignment, bool zero);
+size_t alloc_usable_size(const void *p);
+
+void *huge_alloc(size_t size, size_t alignment);
+void huge_free(segment_t *seg);
+size_t huge_usable_size(segment_t *seg);
+/* Resize a huge block by remapping; NULL if it must be copied elsewhere. */
+void *huge_realloc(segment_t *seg, void *p, size_t size);
+
+#endif /* EBB_INTERNAL_H */

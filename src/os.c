@@ -1,0 +1,153 @@
+/*
+ * os.c — the only code in ebb that talks to the operating system about memory.
+ *
+ * A handful of primitives over mmap/munmap/mremap/madvise, each with its
+ * precondition stated once, plus the counters every other module reports from
+ * and a failure injector for the out-of-memory tests. Nothing here allocates.
+ */
+#include <errno.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+os_info_t os_info = {.page_size = 4096};
+
+static atomic_size_t mapped_bytes;
+static atomic_ulong map_calls;
+
+/* Failure injection (tests only): after `inject_skip` more successful
+ * requests, fail `inject_count` requests (negative: all of them). */
+static atomic_long inject_skip;
+static atomic_long inject_count;
+
+void os_init(void)
+{
+    unsigned long ps = getauxval(AT_PAGESZ);
+    if (ps >= 4096 && (ps & (ps - 1)) == 0)
+        os_info.page_size = ps;
+}
+
+void os_inject_failures(long skip, long count)
+{
+    atomic_store(&inject_skip, skip);
+    atomic_store(&inject_count, count);
+}
+
+unsigned long os_map_calls(void)
+{
+    return atomic_load_explicit(&map_calls, memory_order_relaxed);
+}
+
+size_t os_mapped_bytes(void)
+{
+    return atomic_load_explicit(&mapped_bytes, memory_order_relaxed);
+}
+
+/* Count a memory request and decide whether the injector fails it. */
+static bool os_request_fails(void)
+{
+    atomic_fetch_add_explicit(&map_calls, 1, memory_order_relaxed);
+    if (ebb_likely(atomic_load_explicit(&inject_count, memory_order_relaxed) == 0))
+        return false;
+    if (atomic_load(&inject_skip) > 0) {
+        atomic_fetch_sub(&inject_skip, 1);
+        return false;
+    }
+    long c = atomic_load(&inject_count);
+    if (c > 0)
+        atomic_fetch_sub(&inject_count, 1);
+    errno = ENOMEM;
+    return true;
+}
+
+static void *os_mmap_raw(size_t size, int prot)
+{
+    void *p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Map size bytes with (start + align_offset) % align == 0: try the plain mapping
+ * first (Linux places consecutive mappings next to each other, so after the
+ * first aligned segment most land aligned), else over-map and trim both ends. */
+static void *os_map_aligned_prot(size_t size, size_t align, size_t align_offset, int prot)
+{
+    if (os_request_fails())
+        return NULL;
+    void *p = os_mmap_raw(size, prot);
+    if (p == NULL)
+        return NULL;
+    if ((((uintptr_t)p + align_offset) & (align - 1)) == 0)
+        return p;
+    munmap(p, size);
+    if (size + align < size)
+        return NULL;
+    uint8_t *raw = os_mmap_raw(size + align, prot);
+    if (raw == NULL)
+        return NULL;
+    uintptr_t want = ((uintptr_t)raw + align_offset + align - 1) & ~(uintptr_t)(align - 1);
+    uint8_t *start = (uint8_t *)(want - align_offset);
+    size_t head = (size_t)(start - raw);
+    size_t tail = align - head;
+    if (head)
+        munmap(raw, head);
+    if (tail)
+        munmap(start + size, tail);
+    return start;
+}
+
+void *os_map_aligned(size_t size, size_t align, size_t align_offset)
+{
+    void *p = os_map_aligned_prot(size, align, align_offset, PROT_READ | PROT_WRITE);
+    if (p)
+        atomic_fetch_add_explicit(&mapped_bytes, size, memory_order_relaxed);
+    return p;
+}
+
+void *os_reserve_aligned(size_t size, size_t align, size_t align_offset)
+{
+    return os_map_aligned_prot(size, align, align_offset, PROT_NONE);
+}
+
+void os_unreserve(void *p, size_t size)
+{
+    munmap(p, size);
+}
+
+void os_unmap(void *p, size_t size)
+{
+    if (munmap(p, size) == 0)
+        atomic_fetch_sub_explicit(&mapped_bytes, size, memory_order_relaxed);
+}
+
+bool os_remap_inplace(void *p, size_t old_size, size_t new_size)
+{
+    if (new_size > old_size && os_request_fails())
+        return false;
+    void *q = mremap(p, old_size, new_size, 0);
+    if (q == MAP_FAILED)
+        return false;
+    if (new_size > old_size)
+        atomic_fetch_add_explicit(&mapped_bytes, new_size - old_size, memory_order_relaxed);
+    else
+        atomic_fetch_sub_explicit(&mapped_bytes, old_size - new_size, memory_order_relaxed);
+    return true;
+}
+
+bool os_remap_move(void *p, size_t old_size, size_t new_size, void *target)
+{
+    if (os_request_fails())
+        return false;
+    void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, target);
+    if (q == MAP_FAILED)
+        return false;
+    atomic_fetch_add_explicit(&mapped_bytes, new_size - old_size, memory_order_relaxed);
+    return true;
+}
+
+void os_purge(void *p, size_t size)
+{
+    /* MADV_DONTNEED: RSS drops now and the pages read back as zero. */
+    madvise(p, size, MADV_DONTNEED);
+}

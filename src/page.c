@@ -1,0 +1,342 @@
+/*
+ * page.c — pages and their free lists, and the heap's page queues.
+ *
+ * A small page serves one size class. Its blocks live on three lists:
+ *   free         malloc pops from here (owner only);
+ *   local_free   the owner's frees push here; swapped into `free` when it runs
+ *                dry, so the malloc fast path only ever looks at one list;
+ *   xthread_free other threads' frees, pushed with one CAS, collected by the
+ *                owner with one exchange.
+ * Blocks are carved from the page lazily (page_extend) so RSS follows use.
+ *
+ * The full-page protocol. A page found with no free block moves from its class
+ * queue to the heap's `full` list, so the slow path does not scan it again. It
+ * must come back as soon as any block is freed into it:
+ *   - by the owner: the free fast path sees `in_full` and calls
+ *     page_free_local_slow, which moves it back;
+ *   - by another thread: that thread cannot touch the owner's lists. So:
+ *     1. the owner marks the page full by setting XTHREAD_IN_FULL in
+ *        xthread_free with a CAS that only succeeds while the list is empty
+ *        (if a remote block arrived first, the page is not full after all);
+ *     2. a remote freer pushes its block with a CAS that keeps the bit; if the
+ *        bit was set and the list was empty, it is the first since the page
+ *        went full, and it sets heap->xfull_pending (release) after its push;
+ *     3. the owner's slow path exchanges xfull_pending to 0 (acquire) and then
+ *        scans `full`, moving back every page whose xthread_free has blocks
+ *        (the exchange to 0 of xthread_free also clears the bit).
+ *     A push that happens before step 3's exchange is seen by the scan; one that
+ *     happens after it sees the flag already consumed and sets it again. The bit
+ *     and the list are one word, so no push can slip between "list empty" and
+ *     "bit set". A stale heap pointer (the owner exited) only wastes a scan:
+ *     heaps are never unmapped.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------------------
+ * Page queues
+ * ------------------------------------------------------------------------- */
+static void queue_remove(page_queue_t *q, page_t *page)
+{
+    if (page->prev)
+        page->prev->next = page->next;
+    else
+        q->first = page->next;
+    if (page->next)
+        page->next->prev = page->prev;
+    else
+        q->last = page->prev;
+    page->next = page->prev = NULL;
+}
+
+static void queue_push_front(page_queue_t *q, page_t *page)
+{
+    page->prev = NULL;
+    page->next = q->first;
+    if (q->first)
+        q->first->prev = page;
+    else
+        q->last = page;
+    q->first = page;
+}
+
+static void queue_push_back(page_queue_t *q, page_t *page)
+{
+    page->next = NULL;
+    page->prev = q->last;
+    if (q->last)
+        q->last->next = page;
+    else
+        q->first = page;
+    q->last = page;
+}
+
+/* Point the direct slots of class `cls` at the first page of its queue. Slot w
+ * serves sizes (16(w-1), 16w], which all round to the class of size 16w. */
+void heap_direct_update(heap_t *heap, unsigned cls)
+{
+    uint32_t size = class_block_size[cls];
+    if (size > DIRECT_MAX)
+        return;
+    page_t *page = heap->queues[cls].first ? heap->queues[cls].first : &page_empty;
+    size_t lo = cls == 0 ? 0 : class_block_size[cls - 1] / 16 + 1;
+    for (size_t w = lo; w <= size / 16; w++)
+        heap->direct[w] = page;
+}
+
+/* ---------------------------------------------------------------------------
+ * Free lists
+ * ------------------------------------------------------------------------- */
+
+/* Carve up to PAGE_EXTEND_BYTES of not-yet-used blocks onto the (empty) free
+ * list, in address order. */
+static void page_extend(page_t *page)
+{
+    size_t bs = page->block_size;
+    size_t n = PAGE_EXTEND_BYTES / bs;
+    if (n == 0)
+        n = 1;
+    if (n > page->reserved - page->capacity)
+        n = page->reserved - page->capacity;
+    uint8_t *first = page_start(page) + (size_t)page->capacity * bs;
+    uint8_t *b = first;
+    for (size_t i = 1; i < n; i++, b += bs)
+        ((block_t *)b)->next = (block_t *)(b + bs);
+    ((block_t *)b)->next = page->free;
+    page->free = (block_t *)first;
+    page->capacity += (uint32_t)n;
+}
+
+/* Owner: move remote frees onto `free` (clearing XTHREAD_IN_FULL with them),
+ * and `local_free` too when `free` is empty. */
+static void page_collect(page_t *page)
+{
+    if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_IN_FULL) {
+        uintptr_t x = atomic_exchange_explicit(&page->xthread_free, 0, memory_order_acquire);
+        block_t *list = (block_t *)(x & ~XTHREAD_IN_FULL);
+        if (list) {
+            uint32_t count = 1;
+            block_t *tail = list;
+            while (tail->next) {
+                tail = tail->next;
+                count++;
+            }
+            tail->next = page->free;
+            page->free = list;
+            page->used -= count;
+        }
+    }
+    if (page->free == NULL && page->local_free) {
+        page->free = page->local_free;
+        page->local_free = NULL;
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * The full list
+ * ------------------------------------------------------------------------- */
+
+/* Step 1 of the protocol: false if remote frees arrived (collect them instead). */
+static bool page_to_full(heap_t *heap, page_t *page)
+{
+    uintptr_t expected = 0;
+    if (!atomic_compare_exchange_strong_explicit(&page->xthread_free, &expected, XTHREAD_IN_FULL,
+                                                 memory_order_acq_rel, memory_order_relaxed))
+        return false;
+    queue_remove(&heap->queues[page->class_idx], page);
+    queue_push_back(&heap->full, page);
+    page->in_full = 1;
+    heap_direct_update(heap, page->class_idx);
+    return true;
+}
+
+/* Owner: bring a page back from the full list to the front of its queue. */
+static void page_unfull(heap_t *heap, page_t *page)
+{
+    queue_remove(&heap->full, page);
+    page->in_full = 0;
+    page_collect(page); /* the exchange clears XTHREAD_IN_FULL */
+    if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & XTHREAD_IN_FULL)
+        atomic_fetch_and_explicit(&page->xthread_free, ~XTHREAD_IN_FULL, memory_order_relaxed);
+    queue_push_front(&heap->queues[page->class_idx], page);
+    heap_direct_update(heap, page->class_idx);
+}
+
+/* Step 3 of the protocol. */
+static void heap_unfull_pending(heap_t *heap)
+{
+    if (!atomic_exchange_explicit(&heap->xfull_pending, 0, memory_order_acquire))
+        return;
+    page_t *next;
+    for (page_t *page = heap->full.first; page; page = next) {
+        next = page->next;
+        if (atomic_load_explicit(&page->xthread_free, memory_order_acquire) & ~XTHREAD_IN_FULL)
+            page_unfull(heap, page);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Page lifetime
+ * ------------------------------------------------------------------------- */
+static page_t *page_new_small(heap_t *heap, unsigned cls)
+{
+    size_t slices = class_slice_count[cls];
+    page_t *page = segment_alloc_run(heap, slices, 1);
+    if (page == NULL)
+        return NULL;
+    page->kind = PAGE_SMALL;
+    page->class_idx = (uint8_t)cls;
+    page->block_size = class_block_size[cls];
+    page->reserved = (uint32_t)(slices * SLICE_SIZE / page->block_size);
+    page->capacity = 0;
+    page->used = 0;
+    page->free = page->local_free = NULL;
+    page->in_full = 0;
+    atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
+    queue_push_front(&heap->queues[cls], page);
+    return page;
+}
+
+void page_init_large(heap_t *heap, page_t *page, size_t slices, bool zero)
+{
+    page->kind = PAGE_LARGE;
+    page->block_size = (uint32_t)(slices * SLICE_SIZE);
+    page->reserved = page->capacity = page->used = 1;
+    page->is_zero = zero;
+    atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
+}
+
+/* Owner: give an empty page's slices back to its segment. */
+static void page_free(heap_t *heap, page_t *page)
+{
+    segment_t *seg = page_segment(page);
+    if (page->kind == PAGE_SMALL) {
+        unsigned cls = page->class_idx;
+        queue_remove(page->in_full ? &heap->full : &heap->queues[cls], page);
+        page->in_full = 0;
+        heap_direct_update(heap, cls);
+    }
+    segment_free_run(page);
+    segment_maybe_release(heap, seg);
+}
+
+/* ---------------------------------------------------------------------------
+ * Slow paths
+ * ------------------------------------------------------------------------- */
+void *page_alloc_slow(heap_t *heap, unsigned cls)
+{
+    lock_acquire(&heap->lock);
+    if (atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed))
+        heap_unfull_pending(heap);
+
+    page_queue_t *q = &heap->queues[cls];
+    page_t *page = q->first;
+    while (page) {
+        page_t *next = page->next;
+        page_collect(page);
+        if (page->free)
+            break;
+        if (page->capacity < page->reserved) {
+            page_extend(page);
+            break;
+        }
+        if (!page_to_full(heap, page)) {
+            page_collect(page); /* remote frees arrived just now */
+            if (page->free)
+                break;
+        }
+        page = next;
+    }
+    if (page == NULL) {
+        page = page_new_small(heap, cls);
+        if (page == NULL) {
+            lock_release(&heap->lock);
+            return NULL;
+        }
+        page_extend(page);
+    }
+    if (q->first != page) {
+        queue_remove(q, page);
+        queue_push_front(q, page);
+    }
+    heap_direct_update(heap, cls);
+    block_t *block = page->free;
+    page->free = block->next;
+    page->used++;
+    lock_release(&heap->lock);
+    return block;
+}
+
+void page_free_local_slow(heap_t *heap, page_t *page)
+{
+    if (page->used == 0 && page->kind == PAGE_SMALL && !page->in_full &&
+        page->slice_count == 1 && heap->queues[page->class_idx].first == page &&
+        page->next == NULL)
+        return; /* the only page of its class: keep it for the next malloc */
+    lock_acquire(&heap->lock);
+    if (page->used == 0)
+        page_free(heap, page);
+    else if (page->in_full)
+        page_unfull(heap, page);
+    lock_release(&heap->lock);
+}
+
+void page_free_remote(segment_t *seg, page_t *page, block_t *block)
+{
+    if (page->kind == PAGE_LARGE) {
+        segment_free_large_remote(seg, page);
+        return;
+    }
+    /* Step 2 of the full-page protocol. Release: the owner that takes the list
+     * must see the block's link. */
+    uintptr_t old = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+    do {
+        block->next = (block_t *)(old & ~XTHREAD_IN_FULL);
+    } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &old,
+                                                    (uintptr_t)block | (old & XTHREAD_IN_FULL),
+                                                    memory_order_release, memory_order_relaxed));
+    if (old == XTHREAD_IN_FULL) {
+        heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
+        if (heap)
+            atomic_store_explicit(&heap->xfull_pending, 1, memory_order_release);
+    }
+}
+
+/* Owner: collect every page; free the empty ones (with `force` also the one
+ * page per class kept for reuse). Lock held by the caller. */
+void heap_collect_pages(heap_t *heap, bool force)
+{
+    page_t *next;
+    for (page_t *page = heap->full.first; page; page = next) {
+        next = page->next;
+        if (atomic_load_explicit(&page->xthread_free, memory_order_acquire) & ~XTHREAD_IN_FULL)
+            page_unfull(heap, page);
+    }
+    atomic_store_explicit(&heap->xfull_pending, 0, memory_order_relaxed);
+    for (unsigned cls = 0; cls < CLASS_COUNT; cls++) {
+        for (page_t *page = heap->queues[cls].first; page; page = next) {
+            next = page->next;
+            page_collect(page);
+            if (page->used == 0 && (force || page != heap->queues[cls].first || next))
+                page_free(heap, page);
+        }
+    }
+}
+
+/* Reclaim: the page belongs to a segment `heap` just took over. */
+void page_adopt(heap_t *heap, page_t *page)
+{
+    atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
+    page->in_full = 0;
+    page->next = page->prev = NULL;
+    page_collect(page);
+    atomic_fetch_and_explicit(&page->xthread_free, ~XTHREAD_IN_FULL, memory_order_relaxed);
+    if (page->used == 0) {
+        segment_free_run(page);
+        return;
+    }
+    queue_push_back(&heap->queues[page->class_idx], page);
+    if (heap->queues[page->class_idx].first == page)
+        heap_direct_update(heap, page->class_idx);
+}

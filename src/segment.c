@@ -1,0 +1,436 @@
+/*
+ * segment.c — segments: mapping them, handing out runs of slices, the segment
+ * map ("is this pointer ours?"), abandonment at thread exit and reclaim by
+ * other threads, and the small cache of fully free segments.
+ *
+ * Who may touch a segment's free-slice set (free_slices):
+ *   - the owner claims slices with a CAS (segment_claim_slices);
+ *   - any thread releases slices with an atomic OR, after resetting their
+ *     descriptors (release order, so the next claimer sees them reset);
+ *   - the trim pass claims free slices with a CAS, purges them, and ORs them
+ *     back, so purging never races an allocation of the same slices.
+ *
+ * When may a segment be unmapped? Only when all its slices are free, and only
+ * by a thread that knows nobody else will touch it afterwards:
+ *   - its owner (a remote freer's last access to a segment owned by a live
+ *     thread is its OR of free_slices; it reads nothing after);
+ *   - for an abandoned segment, the thread holding abandoned_lock that sees
+ *     it still on the abandoned list (segment_try_release_abandoned).
+ */
+#include <sched.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------------------
+ * Locks
+ * ------------------------------------------------------------------------- */
+void lock_acquire(lock_t *l)
+{
+    for (unsigned spins = 0;; spins++) {
+        int expected = 0;
+        if (atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_weak_explicit(&l->held, &expected, 1,
+                                                  memory_order_acquire,
+                                                  memory_order_relaxed))
+            return;
+        if (spins > 64)
+            sched_yield();
+        else
+            cpu_relax();
+    }
+}
+
+static lock_t abandoned_lock = LOCK_INIT; /* the abandoned list, in_abandoned */
+static lock_t cache_lock = LOCK_INIT;     /* the segment cache */
+static lock_t segments_lock = LOCK_INIT;  /* the list of all segments */
+
+static segment_t *abandoned_first;
+static segment_t *cache[SEGMENT_CACHE_MAX];
+static size_t cache_count;
+static segment_t *all_segments;
+
+/* ---------------------------------------------------------------------------
+ * The segment map: one bit per SEGMENT_SIZE unit of a 48-bit address space
+ * (8 MiB of bss; only the words for ranges we use are ever touched). A bit is
+ * set for the unit holding a segment or huge-mapping header.
+ * ------------------------------------------------------------------------- */
+#define MAP_ADDRESS_BITS 48
+#define MAP_UNITS        ((size_t)1 << (MAP_ADDRESS_BITS - SEGMENT_SHIFT))
+static _Atomic(uint64_t) segment_map[MAP_UNITS / 64];
+
+void segment_map_set(const void *seg, bool present)
+{
+    size_t unit = (uintptr_t)seg >> SEGMENT_SHIFT;
+    if (unit >= MAP_UNITS)
+        return;
+    uint64_t bit = (uint64_t)1 << (unit % 64);
+    if (present)
+        atomic_fetch_or_explicit(&segment_map[unit / 64], bit, memory_order_release);
+    else
+        atomic_fetch_and_explicit(&segment_map[unit / 64], ~bit, memory_order_release);
+}
+
+bool segment_map_contains(const void *p)
+{
+    if (p == NULL)
+        return false;
+    size_t unit = (uintptr_t)ptr_segment(p) >> SEGMENT_SHIFT;
+    if (unit >= MAP_UNITS)
+        return false;
+    uint64_t word = atomic_load_explicit(&segment_map[unit / 64], memory_order_acquire);
+    return (word >> (unit % 64)) & 1;
+}
+
+/* ---------------------------------------------------------------------------
+ * Mapping and unmapping whole segments
+ * ------------------------------------------------------------------------- */
+static segment_t *segment_map_new(void)
+{
+    segment_t *seg = os_map_aligned(SEGMENT_SIZE, SEGMENT_SIZE, 0);
+    if (seg == NULL && segment_cache_release())
+        seg = os_map_aligned(SEGMENT_SIZE, SEGMENT_SIZE, 0);
+    if (seg == NULL)
+        return NULL;
+    /* Fresh mapping: every field is zero already. */
+    seg->kind = SEGMENT_NORMAL;
+    atomic_store_explicit(&seg->free_slices, SLICES_ALL, memory_order_relaxed);
+    atomic_store_explicit(&seg->fresh_slices, SLICES_ALL, memory_order_relaxed);
+    lock_acquire(&segments_lock);
+    seg->all_next = all_segments;
+    if (all_segments)
+        all_segments->all_prev = seg;
+    all_segments = seg;
+    lock_release(&segments_lock);
+    segment_map_set(seg, true);
+    return seg;
+}
+
+static void segment_unmap(segment_t *seg)
+{
+    segment_map_set(seg, false);
+    lock_acquire(&segments_lock);
+    if (seg->all_prev)
+        seg->all_prev->all_next = seg->all_next;
+    else
+        all_segments = seg->all_next;
+    if (seg->all_next)
+        seg->all_next->all_prev = seg->all_prev;
+    lock_release(&segments_lock);
+    os_unmap(seg, SEGMENT_SIZE);
+}
+
+/* A fully free segment nobody owns: keep it in the bounded cache or unmap it. */
+static void segment_release(segment_t *seg)
+{
+    atomic_store_explicit(&seg->thread_id, 0, memory_order_relaxed);
+    seg->heap = NULL;
+    seg->next = seg->prev = NULL;
+    lock_acquire(&cache_lock);
+    if (cache_count < SEGMENT_CACHE_MAX) {
+        cache[cache_count++] = seg;
+        seg = NULL;
+    }
+    lock_release(&cache_lock);
+    if (seg)
+        segment_unmap(seg);
+}
+
+bool segment_cache_release(void)
+{
+    segment_t *drop[SEGMENT_CACHE_MAX];
+    lock_acquire(&cache_lock);
+    size_t n = cache_count;
+    memcpy(drop, cache, n * sizeof drop[0]);
+    cache_count = 0;
+    lock_release(&cache_lock);
+    for (size_t i = 0; i < n; i++)
+        segment_unmap(drop[i]);
+    return n > 0;
+}
+
+static segment_t *segment_cache_pop(void)
+{
+    segment_t *seg = NULL;
+    lock_acquire(&cache_lock);
+    if (cache_count > 0)
+        seg = cache[--cache_count];
+    lock_release(&cache_lock);
+    return seg;
+}
+
+/* ---------------------------------------------------------------------------
+ * Heap ownership
+ * ------------------------------------------------------------------------- */
+static void heap_segment_push(heap_t *heap, segment_t *seg)
+{
+    seg->heap = heap;
+    seg->prev = NULL;
+    seg->next = heap->segments;
+    if (heap->segments)
+        heap->segments->prev = seg;
+    heap->segments = seg;
+    heap->segment_count++;
+    atomic_store_explicit(&seg->thread_id, heap->thread_id, memory_order_release);
+}
+
+static void heap_segment_remove(heap_t *heap, segment_t *seg)
+{
+    if (seg->prev)
+        seg->prev->next = seg->next;
+    else
+        heap->segments = seg->next;
+    if (seg->next)
+        seg->next->prev = seg->prev;
+    seg->next = seg->prev = NULL;
+    heap->segment_count--;
+}
+
+/* ---------------------------------------------------------------------------
+ * Slice runs
+ * ------------------------------------------------------------------------- */
+
+/* The first index of `count` consecutive set bits in `mask` at a multiple of
+ * `align` (a power of two), or -1. Bit j of `runs` ends up set iff bits
+ * j..j+count-1 of mask are all set. */
+static int slices_find_run(uint64_t mask, size_t count, size_t align)
+{
+    uint64_t runs = mask;
+    for (size_t i = 1; i < count && runs; i++)
+        runs &= mask >> i;
+    if (align > 1) {
+        uint64_t starts = 0;
+        for (size_t i = 0; i < SLICES_PER_SEGMENT; i += align)
+            starts |= (uint64_t)1 << i;
+        runs &= starts;
+    }
+    return runs ? __builtin_ctzll(runs) : -1;
+}
+
+static inline uint64_t run_mask(size_t idx, size_t count)
+{
+    uint64_t bits = count >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << count) - 1);
+    return bits << idx;
+}
+
+/* Owner: claim a run of `count` free slices; returns the first index or -1. */
+static int segment_claim_slices(segment_t *seg, size_t count, size_t align)
+{
+    uint64_t old = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
+    for (;;) {
+        int idx = slices_find_run(old, count, align);
+        if (idx < 0)
+            return -1;
+        uint64_t want = old & ~run_mask((size_t)idx, count);
+        if (atomic_compare_exchange_weak_explicit(&seg->free_slices, &old, want,
+                                                  memory_order_acquire,
+                                                  memory_order_acquire))
+            return idx;
+    }
+}
+
+/* Set up the descriptors of a freshly claimed run. */
+static page_t *segment_run_init(segment_t *seg, size_t idx, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        seg->pages[idx + i].slice_offset = (uint8_t)i;
+    page_t *page = &seg->pages[idx];
+    page->slice_count = (uint8_t)count;
+    uint64_t mask = run_mask(idx, count);
+    uint64_t fresh = atomic_fetch_and_explicit(&seg->fresh_slices, ~mask, memory_order_relaxed);
+    page->is_zero = (fresh & mask) == mask;
+    return page;
+}
+
+void segment_free_run(page_t *page)
+{
+    segment_t *seg = page_segment(page);
+    size_t idx = (size_t)(page - seg->pages);
+    size_t count = page->slice_count;
+    for (size_t i = 1; i < count; i++)
+        seg->pages[idx + i].slice_offset = 0;
+    page->free = page->local_free = NULL;
+    page->used = page->capacity = page->reserved = page->block_size = 0;
+    page->kind = PAGE_FREE;
+    page->class_idx = 0;
+    page->slice_count = 0;
+    page->in_full = 0;
+    page->is_zero = 0;
+    page->next = page->prev = NULL;
+    atomic_store_explicit(&page->xthread_free, 0, memory_order_relaxed);
+    atomic_store_explicit(&page->heap, NULL, memory_order_relaxed);
+    atomic_fetch_or_explicit(&seg->free_slices, run_mask(idx, count), memory_order_release);
+}
+
+void segment_maybe_release(heap_t *heap, segment_t *seg)
+{
+    if (heap->segment_count <= 1)
+        return; /* keep the heap's last segment: the next page comes from it */
+    if (atomic_load_explicit(&seg->free_slices, memory_order_acquire) != SLICES_ALL)
+        return;
+    heap_segment_remove(heap, seg);
+    segment_release(seg);
+}
+
+/* ---------------------------------------------------------------------------
+ * Abandonment and reclaim
+ * ------------------------------------------------------------------------- */
+void segment_abandon_all(heap_t *heap)
+{
+    segment_t *seg = heap->segments;
+    while (seg) {
+        segment_t *next = seg->next;
+        heap_segment_remove(heap, seg);
+        if (atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL) {
+            segment_release(seg);
+        } else {
+            for (size_t i = 1; i < SLICES_PER_SEGMENT; i++)
+                atomic_store_explicit(&seg->pages[i].heap, NULL, memory_order_relaxed);
+            seg->heap = NULL;
+            lock_acquire(&abandoned_lock);
+            atomic_store_explicit(&seg->thread_id, 0, memory_order_release);
+            seg->in_abandoned = 1;
+            seg->prev = NULL;
+            seg->next = abandoned_first;
+            if (abandoned_first)
+                abandoned_first->prev = seg;
+            abandoned_first = seg;
+            lock_release(&abandoned_lock);
+        }
+        seg = next;
+    }
+}
+
+static void abandoned_unlink(segment_t *seg)
+{
+    if (seg->prev)
+        seg->prev->next = seg->next;
+    else
+        abandoned_first = seg->next;
+    if (seg->next)
+        seg->next->prev = seg->prev;
+    seg->next = seg->prev = NULL;
+    seg->in_abandoned = 0;
+}
+
+/* Take one abandoned segment into `heap` and adopt its pages. */
+static segment_t *segment_reclaim(heap_t *heap)
+{
+    lock_acquire(&abandoned_lock);
+    segment_t *seg = abandoned_first;
+    if (seg) {
+        abandoned_unlink(seg);
+        heap_segment_push(heap, seg); /* thread_id set under the lock */
+    }
+    lock_release(&abandoned_lock);
+    if (seg == NULL)
+        return NULL;
+    for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
+        page_t *page = &seg->pages[i];
+        if (page->slice_offset == 0 && page->kind == PAGE_SMALL)
+            page_adopt(heap, page);
+    }
+    return seg;
+}
+
+/* A large page freed by a thread that is not its segment's owner. */
+void segment_free_large_remote(segment_t *seg, page_t *page)
+{
+    if (atomic_load_explicit(&seg->thread_id, memory_order_acquire) != 0) {
+        /* Owned by a live thread: the OR is our last access. */
+        segment_free_run(page);
+        return;
+    }
+    /* Abandoned (or being reclaimed, or cached: it cannot be cached, the page
+     * is live). Under the lock the segment cannot be reclaimed and released
+     * behind our back. */
+    lock_acquire(&abandoned_lock);
+    segment_free_run(page);
+    bool release = false;
+    if (seg->in_abandoned &&
+        atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL) {
+        abandoned_unlink(seg);
+        release = true;
+    }
+    lock_release(&abandoned_lock);
+    if (release)
+        segment_release(seg);
+}
+
+/* ---------------------------------------------------------------------------
+ * Allocating a run for a heap
+ * ------------------------------------------------------------------------- */
+page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
+{
+    for (segment_t *seg = heap->segments; seg; seg = seg->next) {
+        int idx = segment_claim_slices(seg, count, align_slices);
+        if (idx > 0)
+            return segment_run_init(seg, (size_t)idx, count);
+    }
+    for (int i = 0; i < RECLAIM_MAX_PER_REQUEST; i++) {
+        segment_t *seg = segment_reclaim(heap);
+        if (seg == NULL)
+            break;
+        int idx = segment_claim_slices(seg, count, align_slices);
+        if (idx > 0)
+            return segment_run_init(seg, (size_t)idx, count);
+    }
+    segment_t *seg = segment_cache_pop();
+    if (seg == NULL)
+        seg = segment_map_new();
+    if (seg == NULL)
+        return NULL;
+    heap_segment_push(heap, seg);
+    int idx = segment_claim_slices(seg, count, align_slices);
+    if (idx <= 0)
+        return NULL; /* cannot happen: count <= 63 slices and the segment is empty */
+    return segment_run_init(seg, (size_t)idx, count);
+}
+
+/* ---------------------------------------------------------------------------
+ * Trim: give back every free slice of every segment now
+ * ------------------------------------------------------------------------- */
+static bool segment_purge_free(segment_t *seg)
+{
+    /* Claim every free slice so no owner allocates it while we purge. */
+    uint64_t claimed = atomic_exchange_explicit(&seg->free_slices, 0, memory_order_acquire);
+    uint64_t todo = claimed & ~atomic_load_explicit(&seg->fresh_slices, memory_order_relaxed);
+    bool purged = todo != 0;
+    while (todo) {
+        size_t start = (size_t)__builtin_ctzll(todo);
+        uint64_t rest = ~(todo >> start); /* ones from the end of the run on */
+        size_t len = rest ? (size_t)__builtin_ctzll(rest) : 64 - start;
+        os_purge((uint8_t *)seg + start * SLICE_SIZE, len * SLICE_SIZE);
+        todo &= ~run_mask(start, len);
+    }
+    atomic_fetch_or_explicit(&seg->fresh_slices, claimed, memory_order_relaxed);
+    atomic_fetch_or_explicit(&seg->free_slices, claimed, memory_order_release);
+    return purged;
+}
+
+bool segment_trim_all(void)
+{
+    bool released = segment_cache_release();
+    lock_acquire(&segments_lock);
+    for (segment_t *seg = all_segments; seg; seg = seg->all_next)
+        released |= segment_purge_free(seg);
+    lock_release(&segments_lock);
+    return released;
+}
+
+/* ---------------------------------------------------------------------------
+ * Fork
+ * ------------------------------------------------------------------------- */
+void segment_fork_lock(void)
+{
+    lock_acquire(&abandoned_lock);
+    lock_acquire(&cache_lock);
+    lock_acquire(&segments_lock);
+}
+
+void segment_fork_unlock(void)
+{
+    lock_release(&segments_lock);
+    lock_release(&cache_lock);
+    lock_release(&abandoned_lock);
+}
