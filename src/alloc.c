@@ -134,6 +134,14 @@ done:
 
 void *alloc_malloc_slow(size_t size)
 {
+    heap_t *heap = tls_heap;
+    if (ebb_likely(size <= SMALL_MAX && heap != &heap_empty)) {
+        void *p = alloc_class(heap, size_class(size));
+        if (ebb_likely(p != NULL))
+            return p;
+        errno = ENOMEM;
+        return NULL;
+    }
     return alloc_generic(size, 0, false);
 }
 

@@ -3,7 +3,7 @@
  * points (alloc.c) and the standard names (override.c).
  *
  * malloc: one TLS load, one indexed load of the page, pop its free list.
- * free:   mask to the segment; if this thread owns it, push on the page's local
+ * free:   mask to the segment; if this thread owns it, push on the page's free
  *         list; otherwise (another thread's, abandoned, huge) the generic path.
  * Everything else — empty lists, new pages, big sizes, first call of a thread —
  * is in the out-of-line slow paths.
@@ -37,8 +37,8 @@ static inline void alloc_free_inline(void *p)
                    thread_id_self())) {
         page_t *page = segment_page_of(seg, p);
         block_t *block = (block_t *)p;
-        block->next = page->local_free;
-        page->local_free = block;
+        block->next = page->free;
+        page->free = block;
         if (ebb_unlikely(--page->used == 0 || page->in_full))
             page_free_local_slow(tls_heap, page);
         return;

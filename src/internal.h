@@ -143,13 +143,11 @@ enum { PAGE_FREE = 0, PAGE_SMALL = 1, PAGE_LARGE = 2 };
  * records `slice_offset`, its distance to that first slice, so a pointer into
  * any slice of the run finds the page with one subtraction. */
 typedef struct page_s {
-    /* Owner-only. The free list malloc pops from. */
+    /* Owner-only. The free list: malloc pops from it, the owner's free pushes
+     * on it. */
     block_t *free;
-    /* Owner-only. Blocks freed by the owner; swapped into `free` when `free`
-     * runs dry (free-list sharding keeps the malloc fast path to one list). */
-    block_t *local_free;
-    /* Owner-only. Blocks handed out and not yet returned to `free`,
-     * `local_free`, or collected from `xthread_free`. 0 means the page is empty. */
+    /* Owner-only. Blocks handed out and not yet returned to `free` (directly,
+     * or collected from `xthread_free`). 0 means the page is empty. */
     uint32_t used;
     /* Owner-only. Blocks carved so far / blocks the page can hold. */
     uint32_t capacity;

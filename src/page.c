@@ -1,12 +1,17 @@
 /*
  * page.c — pages and their free lists, and the heap's page queues.
  *
- * A small page serves one size class. Its blocks live on three lists:
- *   free         malloc pops from here (owner only);
- *   local_free   the owner's frees push here; swapped into `free` when it runs
- *                dry, so the malloc fast path only ever looks at one list;
+ * A small page serves one size class. Its free blocks live on two lists:
+ *   free         malloc pops from here and the owner's frees push here (LIFO:
+ *                the block just freed is the next one handed out, still warm
+ *                in the cache);
  *   xthread_free other threads' frees, pushed with one CAS, collected by the
- *                owner with one exchange.
+ *                owner with one exchange when `free` runs dry.
+ * (mimalloc keeps a third, owner-only list so that a page in a steady
+ * malloc/free cycle still reaches the slow path for housekeeping; here, memory
+ * can only grow through the slow path, which does the housekeeping, so a page
+ * that never runs dry needs none, and a working set the size of a page does not
+ * turn every malloc into a slow path.)
  * Blocks are carved from the page lazily (page_extend) so RSS follows use.
  *
  * The full-page protocol. A page found with no free block moves from its class
@@ -108,8 +113,7 @@ static void page_extend(page_t *page)
     page->capacity += (uint32_t)n;
 }
 
-/* Owner: move remote frees onto `free` (clearing XTHREAD_IN_FULL with them),
- * and `local_free` too when `free` is empty. */
+/* Owner: move remote frees onto `free` (clearing XTHREAD_IN_FULL with them). */
 static void page_collect(page_t *page)
 {
     if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_IN_FULL) {
@@ -126,10 +130,6 @@ static void page_collect(page_t *page)
             page->free = list;
             page->used -= count;
         }
-    }
-    if (page->free == NULL && page->local_free) {
-        page->free = page->local_free;
-        page->local_free = NULL;
     }
 }
 
@@ -191,7 +191,7 @@ static page_t *page_new_small(heap_t *heap, unsigned cls)
     page->reserved = (uint32_t)(slices * SLICE_SIZE / page->block_size);
     page->capacity = 0;
     page->used = 0;
-    page->free = page->local_free = NULL;
+    page->free = NULL;
     page->in_full = 0;
     atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
     queue_push_front(&heap->queues[cls], page);
@@ -224,12 +224,41 @@ static void page_free(heap_t *heap, page_t *page)
 /* ---------------------------------------------------------------------------
  * Slow paths
  * ------------------------------------------------------------------------- */
+static inline void *page_pop(page_t *page)
+{
+    block_t *block = page->free;
+    page->free = block->next;
+    page->used++;
+    return block;
+}
+
+/* The common case, without the lock: the class's first page has blocks on its
+ * other lists, or blocks not carved yet. Carving too when some are left keeps
+ * a working set that matches the carved blocks from taking this path on every
+ * malloc. (Each step leaves the page consistent or merely leaks blocks if a
+ * fork interrupts it: a forked child never uses this thread's lists.) */
+static void *page_refill_first(heap_t *heap, unsigned cls)
+{
+    page_t *page = heap->queues[cls].first;
+    if (page == NULL)
+        return NULL;
+    page_collect(page);
+    if (page->capacity < page->reserved)
+        page_extend(page);
+    return page->free ? page_pop(page) : NULL;
+}
+
 void *page_alloc_slow(heap_t *heap, unsigned cls)
 {
+    if (!atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed)) {
+        void *block = page_refill_first(heap, cls);
+        if (block)
+            return block;
+    }
+
     lock_acquire(&heap->lock);
     if (atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed))
         heap_unfull_pending(heap);
-
     page_queue_t *q = &heap->queues[cls];
     page_t *page = q->first;
     while (page) {
@@ -261,9 +290,7 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
         queue_push_front(q, page);
     }
     heap_direct_update(heap, cls);
-    block_t *block = page->free;
-    page->free = block->next;
-    page->used++;
+    void *block = page_pop(page);
     lock_release(&heap->lock);
     return block;
 }

@@ -249,7 +249,7 @@ void segment_free_run(page_t *page)
     size_t count = page->slice_count;
     for (size_t i = 1; i < count; i++)
         seg->pages[idx + i].slice_offset = 0;
-    page->free = page->local_free = NULL;
+    page->free = NULL;
     page->used = page->capacity = page->reserved = page->block_size = 0;
     page->kind = PAGE_FREE;
     page->class_idx = 0;
