@@ -69,7 +69,7 @@ static void *alloc_class(heap_t *heap, unsigned cls)
     if (page && page->free) {
         block_t *block = page->free;
         page->free = block->next;
-        page->used++;
+        page_used_set(page, page_used(page) + 1);
         return block;
     }
     return page_alloc_slow(heap, cls);
@@ -101,6 +101,7 @@ static void *alloc_generic(size_t size, size_t alignment, bool zero)
         errno = ENOMEM;
         return NULL;
     }
+    purge_poll();
     heap_t *heap = heap_self();
     if (ebb_unlikely(heap == NULL)) {
         errno = ENOMEM;
@@ -124,7 +125,10 @@ static void *alloc_generic(size_t size, size_t alignment, bool zero)
     if (size <= LARGE_MAX && alignment <= LARGE_ALIGN_MAX) {
         p = alloc_large(heap, size ? size : 1, alignment, zero);
     } else {
-        p = huge_alloc(size, alignment); /* fresh mapping: already zero */
+        bool is_zero;
+        p = huge_alloc(size, alignment, &is_zero);
+        if (p && zero && !is_zero)
+            memset(p, 0, size);
     }
 done:
     if (p == NULL)
@@ -149,9 +153,11 @@ void free_generic(segment_t *seg, void *p)
 {
     if (seg->kind == SEGMENT_HUGE) {
         huge_free(seg);
-        return;
+    } else {
+        bool abandoned = atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == 0;
+        page_free_remote(seg, segment_page_of(seg, p), (block_t *)p, abandoned);
     }
-    page_free_remote(seg, segment_page_of(seg, p), (block_t *)p);
+    purge_poll();
 }
 
 size_t alloc_usable_size(const void *p)
@@ -314,15 +320,10 @@ EBB_API void ebb_free_aligned_sized(void *p, size_t alignment, size_t size)
 EBB_API int ebb_malloc_trim(size_t pad)
 {
     (void)pad;
-    size_t before = os_mapped_bytes();
-    heap_t *heap = tls_heap;
-    if (heap != &heap_empty) {
-        lock_acquire(&heap->lock);
-        heap_collect_pages(heap, true);
-        lock_release(&heap->lock);
-    }
-    bool purged = segment_trim_all();
-    return purged || os_mapped_bytes() < before;
+    size_t mapped = os_mapped_bytes();
+    unsigned long purges = os_purge_calls();
+    ebb_collect(true);
+    return os_mapped_bytes() < mapped || os_purge_calls() != purges;
 }
 
 EBB_API int ebb_mallopt(int param, int value)

@@ -21,7 +21,7 @@ static inline void *alloc_malloc_inline(size_t size)
         block_t *block = page->free;
         if (ebb_likely(block != NULL)) {
             page->free = block->next;
-            page->used++;
+            page_used_set(page, page_used(page) + 1);
             return block;
         }
     }
@@ -39,7 +39,9 @@ static inline void alloc_free_inline(void *p)
         block_t *block = (block_t *)p;
         block->next = page->free;
         page->free = block;
-        if (ebb_unlikely(--page->used == 0 || page->in_full))
+        uint32_t used = page_used(page) - 1;
+        page_used_set(page, used);
+        if (ebb_unlikely(used == 0 || page->in_full))
             page_free_local_slow(tls_heap, page);
         return;
     }

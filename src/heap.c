@@ -48,7 +48,9 @@ static void process_init(void)
     int expected = 0;
     if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
         atomic_store(&init_thread, thread_id_self());
+        options_init();
         os_init();
+        purge_init();
         /* The allocator works from here on; the calls below may allocate. */
         if (pthread_key_create(&heap_key, heap_thread_done) == 0)
             heap_key_ready = true;
@@ -167,27 +169,69 @@ void ebb_collect(bool force)
         lock_release(&heap->lock);
     }
     if (force)
-        segment_trim_all();
+        purge_run(true);
+}
+
+/* ---------------------------------------------------------------------------
+ * The scavenger's visit to live heaps (purge.c, pass step 5). A heap whose
+ * owner has taken no slow path for `idle_ms` and that received remote frees
+ * gives up the pages whose blocks all came back. Only pages the owner's fast
+ * paths cannot reach are taken (page.c, heap_steal_free_pages), and only with
+ * the owner's lock, which the owner holds in every slow path.
+ * ------------------------------------------------------------------------- */
+void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
+{
+    lock_acquire(&heap_pool_lock);
+    for (heap_t *h = heap_all; h; h = h->all_next) {
+        if (!h->in_use)
+            continue;
+        if (!atomic_exchange(&h->remote_pending, 0) && !force)
+            continue;
+        uint64_t last = atomic_load_explicit(&h->last_slow_ms, memory_order_relaxed);
+        bool idle = force || now_ms - last >= idle_ms;
+        if (idle && lock_try_acquire(&h->lock)) {
+            heap_steal_free_pages(h);
+            lock_release(&h->lock);
+        } else {
+            atomic_store(&h->remote_pending, 1); /* busy: look again next pass */
+        }
+    }
+    lock_release(&heap_pool_lock);
+}
+
+bool heap_scavenge_pending(void)
+{
+    bool pending = false;
+    lock_acquire(&heap_pool_lock);
+    for (heap_t *h = heap_all; h && !pending; h = h->all_next)
+        pending = h->in_use && atomic_load(&h->remote_pending);
+    lock_release(&heap_pool_lock);
+    return pending;
 }
 
 /* ---------------------------------------------------------------------------
  * fork(): every lock is taken before the fork and released after it in both
- * processes (order: pool, heaps, then segment.c's locks — the same order every
- * other path nests them in). In the child only the forking thread survives:
+ * processes, in the one order every other path nests them in: the purge pass,
+ * the heap pool, the heaps, segment.c's locks, the purge list, the huge cache. In the child only the forking thread survives:
  * the other threads' heaps are abandoned so their memory can be reclaimed, and
  * so a new thread that happens to get a dead thread's id cannot mistake that
  * thread's segments for its own.
  * ------------------------------------------------------------------------- */
 static void fork_prepare(void)
 {
+    purge_fork_prepare_first();
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h; h = h->all_next)
         lock_acquire(&h->lock);
     segment_fork_lock();
+    purge_fork_prepare_last();
+    huge_fork_lock();
 }
 
 static void fork_parent(void)
 {
+    huge_fork_unlock();
+    purge_fork_parent();
     segment_fork_unlock();
     for (heap_t *h = heap_all; h; h = h->all_next)
         lock_release(&h->lock);
@@ -196,6 +240,8 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    huge_fork_unlock();
+    purge_fork_child();
     segment_fork_unlock();
     for (heap_t *h = heap_all; h; h = h->all_next)
         lock_release(&h->lock);

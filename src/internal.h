@@ -91,6 +91,15 @@
  * Bound on address space: SEGMENT_CACHE_MAX * SEGMENT_SIZE = 16 MiB. */
 #define SEGMENT_CACHE_MAX 4
 
+/* Fully free segments kept mapped (their slices purged) even after the unmap
+ * delay, so an idle program that wakes up does not start with an mmap. */
+#define SEGMENT_STANDBY 1
+
+/* Freed huge mappings kept for reuse (purged after the purge delay, unmapped
+ * after the unmap delay): at most this many, and at most this many bytes. */
+#define HUGE_CACHE_MAX       8
+#define HUGE_CACHE_MAX_BYTES ((size_t)64 * 1024 * 1024)
+
 /* When a thread needs a new segment it reclaims at most this many abandoned
  * segments per request before mapping a fresh one, so a long list of full
  * abandoned segments cannot make one malloc slow. */
@@ -114,6 +123,13 @@ typedef struct lock_s {
 } lock_t;
 #define LOCK_INIT {0}
 void lock_acquire(lock_t *l);
+static inline bool lock_try_acquire(lock_t *l)
+{
+    int expected = 0;
+    return atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&
+           atomic_compare_exchange_strong_explicit(&l->held, &expected, 1, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
 static inline void lock_release(lock_t *l)
 {
     atomic_store_explicit(&l->held, 0, memory_order_release);
@@ -146,9 +162,12 @@ typedef struct page_s {
     /* Owner-only. The free list: malloc pops from it, the owner's free pushes
      * on it. */
     block_t *free;
-    /* Owner-only. Blocks handed out and not yet returned to `free` (directly,
-     * or collected from `xthread_free`). 0 means the page is empty. */
-    uint32_t used;
+    /* Written by the owner only; read by the scavenger (purge.c) to find pages
+     * whose every block came back through xthread_free, hence atomic, always
+     * with relaxed order (plain loads and stores). Blocks handed out and not
+     * yet returned to `free` (directly, or collected from `xthread_free`).
+     * 0 means the page is empty. */
+    _Atomic(uint32_t) used;
     /* Owner-only. Blocks carved so far / blocks the page can hold. */
     uint32_t capacity;
     uint32_t reserved;
@@ -199,6 +218,25 @@ typedef struct segment_s {
     /* Bit i set = slice i holds only zeros (never handed out since it was
      * mapped). Cleared by the owner when it claims slices. */
     _Atomic(uint64_t) fresh_slices;
+    /* Slices free (or being freed) whose memory may still be resident: set by
+     * whoever frees a run (before the run's free bits), cleared when the run is
+     * claimed again or purged. `dirty_old`: the dirty slices as the previous
+     * purge pass left them; a pass purges dirty & dirty_old, i.e. slices that
+     * stayed free for at least one whole pass period (purge.c, the protocol). */
+    _Atomic(uint64_t) dirty_slices;
+    _Atomic(uint64_t) dirty_old;
+    /* Under purge_lock (purge.c): on the purge list; a pass is working on it
+     * (it must not be unmapped meanwhile). purge_listed is also read without
+     * the lock, seq_cst, by freers (purge.c step 3). */
+    atomic_int purge_listed;
+    int purge_busy;
+    struct segment_s *purge_next, *purge_prev;
+    /* Under cache_lock: when the segment entered the segment cache (ms). */
+    uint64_t cached_at_ms;
+    /* Huge mappings in the huge cache (large.c, under its lock). */
+    uint64_t huge_freed_at_ms;
+    bool huge_purged; /* purged since it was freed */
+    bool huge_zero;   /* and reads as zero (MADV_DONTNEED) */
     /* Owner-only: the owning heap and the links in its segment list; under
      * abandoned_lock while abandoned. */
     struct heap_s *heap;
@@ -231,6 +269,13 @@ typedef struct heap_s {
     atomic_int xfull_pending;
     /* The owner's thread id; 0 when the heap is not in use. */
     uintptr_t thread_id;
+    /* Any thread: set by a remote freer whose block was the first on a page's
+     * xthread_free list; the scavenger exchanges it to 0 and looks for pages
+     * whose blocks all came back while the owner was idle (purge.c). */
+    atomic_int remote_pending;
+    /* Owner (relaxed store in slow paths), read by the scavenger: when the
+     * owner last took a slow path, in ms. */
+    _Atomic(uint64_t) last_slow_ms;
     /* Segments this heap owns. */
     segment_t *segments;
     size_t segment_count;
@@ -292,6 +337,16 @@ static inline segment_t *page_segment(const page_t *page)
     return (segment_t *)((uintptr_t)page & ~(uintptr_t)SEGMENT_MASK);
 }
 
+static inline uint32_t page_used(const page_t *page)
+{
+    return atomic_load_explicit(&page->used, memory_order_relaxed);
+}
+
+static inline void page_used_set(page_t *page, uint32_t used)
+{
+    atomic_store_explicit(&page->used, used, memory_order_relaxed);
+}
+
 /* The calling thread's id: its thread pointer, unique among live threads. */
 static inline uintptr_t thread_id_self(void)
 {
@@ -303,6 +358,7 @@ static inline uintptr_t thread_id_self(void)
  * ------------------------------------------------------------------------- */
 typedef struct os_info_s {
     size_t page_size;
+    bool thp_always; /* transparent huge pages in "always" mode */
 } os_info_t;
 extern os_info_t os_info;
 
@@ -322,13 +378,73 @@ bool os_remap_inplace(void *p, size_t old_size, size_t new_size);
 /* Move a mapping onto `target` (which must be a reservation of new_size bytes),
  * resizing it; no data is copied. False on failure (the old mapping is intact). */
 bool os_remap_move(void *p, size_t old_size, size_t new_size, void *target);
-/* Give the pages back: their contents become zero, their RSS goes away. */
-void os_purge(void *p, size_t size);
+/* Give the pages back. With MADV_DONTNEED (the default) their RSS goes at
+ * once and they read back as zero (returns true); with MADV_FREE the kernel
+ * takes them when it needs memory and their contents are undefined until
+ * written (returns false). */
+bool os_purge(void *p, size_t size);
+/* Mark a range so khugepaged never folds it into a huge page. */
+void os_no_huge_pages(void *p, size_t size);
+uint64_t os_now_ms(void);
+void os_sleep_ms(long ms);
+void os_write_stderr(const char *s, size_t len);
+/* Read up to cap bytes of a file; returns the count (0 on any error). */
+size_t os_read_file(const char *path, char *buf, size_t cap);
+unsigned long os_purge_calls(void);
 /* Counters (relaxed atomics; exact when quiescent). */
 size_t os_mapped_bytes(void);
 /* Tests: see tests/test_oom.c. */
 void os_inject_failures(long skip, long count);
 unsigned long os_map_calls(void);
+
+/* ---------------------------------------------------------------------------
+ * options.c — the only code that reads the environment (EBB_* variables)
+ * ------------------------------------------------------------------------- */
+typedef enum {
+    OPT_PURGE_DELAY,  /* ms; 0 = at once, -1 = never */
+    OPT_PURGE_METHOD, /* 0 = MADV_DONTNEED, 1 = MADV_FREE */
+    OPT_UNMAP_DELAY,  /* ms */
+    OPT_BACKGROUND,   /* 0/1 */
+    OPT_COUNT
+} option_id_t;
+
+typedef struct option_desc_s {
+    const char *name;
+    long def, min, max;
+    const char *const *choices; /* NULL-terminated names of 0, 1, ...; or NULL */
+    const char *doc;
+} option_desc_t;
+
+extern const option_desc_t option_table[OPT_COUNT];
+void options_init(void);
+long option_get(option_id_t id);
+
+/* ---------------------------------------------------------------------------
+ * purge.c — delayed purge, the scavenger thread and its wake-up protocol
+ * ------------------------------------------------------------------------- */
+void purge_init(void);
+/* Step 3 of the purge protocol: the segment has dirty slices; list it. */
+void purge_segment_dirty(segment_t *seg);
+/* Before a segment is unmapped: take it off the purge list (waits for a pass
+ * that is working on it). */
+void purge_segment_forget(segment_t *seg);
+/* Something purgeable appeared outside the segment list (huge cache,
+ * abandoned segments, remote frees into an idle heap): make sure a pass runs. */
+void purge_wake(void);
+/* Called on slow paths holding no lock: start the scavenger thread if it is
+ * wanted, or run a pass inline when there is none and one is due. */
+void purge_poll(void);
+/* Run a pass now; with `force`, return everything regardless of age. */
+void purge_run(bool force);
+/* Lock order for fork (heap.c): pass_lock first, purge_lock after segment.c's. */
+void purge_fork_prepare_first(void);
+void purge_fork_prepare_last(void);
+void purge_fork_parent(void);
+void purge_fork_child(void);
+/* Tests and telemetry. */
+unsigned long purge_pass_count(void);
+unsigned long purge_wakeup_count(void);
+int purge_thread_state(void);
 
 /* ---------------------------------------------------------------------------
  * segment.c — segments, the segment map, abandonment, the segment cache
@@ -350,8 +466,19 @@ void segment_free_large_remote(segment_t *seg, page_t *page);
 /* Is p inside a segment or huge mapping of ours? (segment map lookup) */
 bool segment_map_contains(const void *p);
 void segment_map_set(const void *seg, bool present);
-/* malloc_trim: release cached segments, purge every free slice. */
-bool segment_trim_all(void);
+/* One purge step over a segment's dirty free slices: those dirty for a whole
+ * pass period (all of them with `force`). True if dirty slices remain. */
+bool segment_purge(segment_t *seg, bool force);
+/* Unmap cached segments past the unmap delay (all with `force`), keeping
+ * SEGMENT_STANDBY. True if some remain that a later pass must unmap. */
+bool segment_cache_decay(uint64_t now_ms, bool force);
+/* Collect remote frees into abandoned segments, free their empty pages,
+ * release the segments that became free. */
+void segment_abandoned_collect(bool force);
+/* An abandoned segment may have something to give back (see segment.c). */
+void segment_abandoned_touch(void);
+bool segment_abandoned_pending(void);
+bool segment_cache_pending(void);
 /* Release the segment cache (out-of-memory retry). */
 bool segment_cache_release(void);
 /* Fork: take and release every global lock of this module. */
@@ -367,12 +494,18 @@ void *page_alloc_slow(heap_t *heap, unsigned cls);
 /* A local free emptied a page (used == 0) or hit a page in the full list. */
 void page_free_local_slow(heap_t *heap, page_t *page);
 /* A block of `page` freed by a thread that does not own its segment. */
-void page_free_remote(segment_t *seg, page_t *page, block_t *block);
+void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandoned);
 /* Collect remote frees into every page of the heap; free empty pages
  * (all of them if `force`, else keep one per class as usual). */
 void heap_collect_pages(heap_t *heap, bool force);
 /* Reclaim: adopt a page of an abandoned segment into `heap`. */
 void page_adopt(heap_t *heap, page_t *page);
+/* Scavenger, holding heap->lock of an owner that is not in a slow path: free
+ * the pages the owner's fast paths cannot reach whose blocks all came back
+ * through xthread_free. */
+void heap_steal_free_pages(heap_t *heap);
+/* Abandoned segment (no owner): collect remote frees; free the page if empty. */
+void page_collect_abandoned(page_t *page);
 /* Initialize the run starting at `page` as a large one-block page. */
 void page_init_large(heap_t *heap, page_t *page, size_t slices, bool zero);
 void heap_direct_update(heap_t *heap, unsigned cls);
@@ -386,6 +519,9 @@ extern __thread heap_t *tls_heap __attribute__((tls_model("initial-exec")));
 /* The calling thread's heap, created (and the process initialized) on first
  * use. NULL only if no memory could be obtained for the heap itself. */
 heap_t *heap_get_or_create(void);
+/* Scavenger: visit idle heaps with remote frees pending (all with `force`). */
+void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force);
+bool heap_scavenge_pending(void);
 
 /* ---------------------------------------------------------------------------
  * alloc.c / large.c — the generic (slow) allocation entry points
@@ -395,10 +531,17 @@ void free_generic(segment_t *seg, void *p);
 void *alloc_aligned(size_t size, size_t alignment, bool zero);
 size_t alloc_usable_size(const void *p);
 
-void *huge_alloc(size_t size, size_t alignment);
+/* *zero: the block reads as zero (fresh or purged mapping). */
+void *huge_alloc(size_t size, size_t alignment, bool *zero);
 void huge_free(segment_t *seg);
 size_t huge_usable_size(segment_t *seg);
 /* Resize a huge block by remapping; NULL if it must be copied elsewhere. */
 void *huge_realloc(segment_t *seg, void *p, size_t size);
+/* Purge/unmap cached huge mappings by age (all with `force`). True if some
+ * remain that a later pass must handle. */
+bool huge_cache_decay(uint64_t now_ms, bool force);
+bool huge_cache_pending(void);
+void huge_fork_lock(void);
+void huge_fork_unlock(void);
 
 #endif /* EBB_INTERNAL_H */

@@ -13,6 +13,13 @@
  * realloc grows a mapping in place with mremap when the address space after it
  * is free, else moves it with mremap onto a new reservation aligned the same
  * way — the kernel moves page tables, no byte is copied.
+ *
+ * The huge cache. A loop of malloc/free of a few MiB must not become an
+ * mmap/munmap storm, so a freed mapping waits in a small cache (at most
+ * HUGE_CACHE_MAX mappings and HUGE_CACHE_MAX_BYTES) and the next huge request
+ * takes the closest one, resized with mremap. The purge pass purges a cached
+ * mapping one purge delay after its free and unmaps it after the unmap delay;
+ * a full cache evicts its oldest entry.
  */
 #include <string.h>
 
@@ -37,7 +44,67 @@ static void huge_layout(size_t alignment, size_t *offset, size_t *map_align, siz
     }
 }
 
-void *huge_alloc(size_t size, size_t alignment)
+static lock_t huge_lock = LOCK_INIT; /* the cache */
+static segment_t *huge_cache[HUGE_CACHE_MAX]; /* oldest first */
+static size_t huge_count;
+static size_t huge_bytes;
+
+static void huge_cache_remove_locked(size_t i)
+{
+    huge_bytes -= huge_cache[i]->map_size;
+    huge_count--;
+    memmove(&huge_cache[i], &huge_cache[i + 1], (huge_count - i) * sizeof huge_cache[0]);
+}
+
+/* Take the cached mapping that fits `total` best (same layout), resized to
+ * `total`; NULL if none. *zero: its block reads as zero. */
+static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment, bool *zero)
+{
+    lock_acquire(&huge_lock);
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < huge_count; i++) {
+        segment_t *c = huge_cache[i];
+        if (c->block_offset != offset || (c->alignment >= SEGMENT_SIZE) != (alignment >= SEGMENT_SIZE) ||
+            c->alignment < alignment)
+            continue;
+        if (best == SIZE_MAX)
+            best = i;
+        size_t have = huge_cache[best]->map_size;
+        /* Prefer the smallest that is big enough, else the biggest. */
+        if ((c->map_size >= total && (have < total || c->map_size < have)) ||
+            (have < total && c->map_size > have))
+            best = i;
+    }
+    segment_t *seg = NULL;
+    if (best != SIZE_MAX) {
+        seg = huge_cache[best];
+        huge_cache_remove_locked(best);
+    }
+    lock_release(&huge_lock);
+    if (seg == NULL)
+        return NULL;
+    *zero = seg->huge_zero;
+    if (seg->map_size != total) {
+        if (os_remap_inplace(seg, seg->map_size, total)) {
+            seg->map_size = total;
+        } else {
+            size_t off, map_align, align_offset;
+            huge_layout(seg->alignment, &off, &map_align, &align_offset);
+            void *target = os_reserve_aligned(total, map_align, align_offset);
+            if (target == NULL || !os_remap_move(seg, seg->map_size, total, target)) {
+                if (target)
+                    os_unreserve(target, total);
+                os_unmap(seg, seg->map_size);
+                return NULL;
+            }
+            seg = target;
+            seg->map_size = total;
+        }
+    }
+    return seg;
+}
+
+void *huge_alloc(size_t size, size_t alignment, bool *zero)
 {
     size_t offset, map_align, align_offset;
     huge_layout(alignment, &offset, &map_align, &align_offset);
@@ -45,7 +112,14 @@ void *huge_alloc(size_t size, size_t alignment)
     if (size > SIZE_MAX - offset - ps)
         return NULL;
     size_t total = offset + round_up(size ? size : 1, ps);
-    segment_t *seg = os_map_aligned(total, map_align, align_offset);
+    segment_t *seg = huge_cache_take(total, offset, alignment, zero);
+    if (seg) {
+        seg->alignment = alignment;
+        segment_map_set(seg, true);
+        return (uint8_t *)seg + offset;
+    }
+    *zero = true;
+    seg = os_map_aligned(total, map_align, align_offset);
     if (seg == NULL && segment_cache_release())
         seg = os_map_aligned(total, map_align, align_offset);
     if (seg == NULL)
@@ -61,7 +135,75 @@ void *huge_alloc(size_t size, size_t alignment)
 void huge_free(segment_t *seg)
 {
     segment_map_set(seg, false);
-    os_unmap(seg, seg->map_size);
+    size_t size = seg->map_size;
+    if (size > HUGE_CACHE_MAX_BYTES / 2) {
+        os_unmap(seg, size);
+        return;
+    }
+    seg->huge_freed_at_ms = os_now_ms();
+    seg->huge_purged = false;
+    seg->huge_zero = false;
+    segment_t *evict[HUGE_CACHE_MAX];
+    size_t n = 0;
+    lock_acquire(&huge_lock);
+    while (huge_count > 0 && (huge_count == HUGE_CACHE_MAX || huge_bytes + size > HUGE_CACHE_MAX_BYTES)) {
+        evict[n++] = huge_cache[0];
+        huge_cache_remove_locked(0);
+    }
+    huge_cache[huge_count++] = seg;
+    huge_bytes += size;
+    lock_release(&huge_lock);
+    for (size_t i = 0; i < n; i++)
+        os_unmap(evict[i], evict[i]->map_size);
+    purge_wake();
+}
+
+bool huge_cache_pending(void)
+{
+    lock_acquire(&huge_lock);
+    bool pending = huge_count > 0;
+    lock_release(&huge_lock);
+    return pending;
+}
+
+bool huge_cache_decay(uint64_t now_ms, bool force)
+{
+    long purge_delay = option_get(OPT_PURGE_DELAY);
+    uint64_t unmap_delay = (uint64_t)option_get(OPT_UNMAP_DELAY);
+    segment_t *drop[HUGE_CACHE_MAX];
+    size_t n = 0;
+    lock_acquire(&huge_lock);
+    for (size_t i = 0; i < huge_count;) {
+        segment_t *seg = huge_cache[i];
+        uint64_t age = now_ms - seg->huge_freed_at_ms;
+        if (force || age >= unmap_delay) {
+            drop[n++] = seg;
+            huge_cache_remove_locked(i);
+            continue;
+        }
+        if (!seg->huge_purged && purge_delay >= 0 && age >= (uint64_t)purge_delay) {
+            /* Under the lock, so nobody takes it meanwhile; the header page stays. */
+            seg->huge_zero = os_purge((uint8_t *)seg + seg->block_offset,
+                                      seg->map_size - seg->block_offset);
+            seg->huge_purged = true;
+        }
+        i++;
+    }
+    bool pending = huge_count > 0;
+    lock_release(&huge_lock);
+    for (size_t i = 0; i < n; i++)
+        os_unmap(drop[i], drop[i]->map_size);
+    return pending;
+}
+
+void huge_fork_lock(void)
+{
+    lock_acquire(&huge_lock);
+}
+
+void huge_fork_unlock(void)
+{
+    lock_release(&huge_lock);
 }
 
 size_t huge_usable_size(segment_t *seg)

@@ -6,8 +6,11 @@
  * and a failure injector for the out-of-memory tests. Nothing here allocates.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -16,6 +19,7 @@ os_info_t os_info = {.page_size = 4096};
 
 static atomic_size_t mapped_bytes;
 static atomic_ulong map_calls;
+static atomic_ulong purge_calls;
 
 /* Failure injection (tests only): after `inject_skip` more successful
  * requests, fail `inject_count` requests (negative: all of them). */
@@ -27,6 +31,61 @@ void os_init(void)
     unsigned long ps = getauxval(AT_PAGESZ);
     if (ps >= 4096 && (ps & (ps - 1)) == 0)
         os_info.page_size = ps;
+    /* "always [madvise] never": the bracketed word is the mode. */
+    char thp[128];
+    size_t n = os_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof thp - 1);
+    thp[n] = '\0';
+    os_info.thp_always = strstr(thp, "[always]") != NULL;
+}
+
+size_t os_read_file(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t got = 0;
+    while (got < cap) {
+        ssize_t r = read(fd, buf + got, cap - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    return got;
+}
+
+void os_write_stderr(const char *s, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(2, s, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        s += w;
+        len -= (size_t)w;
+    }
+}
+
+uint64_t os_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void os_sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+unsigned long os_purge_calls(void)
+{
+    return atomic_load_explicit(&purge_calls, memory_order_relaxed);
 }
 
 void os_inject_failures(long skip, long count)
@@ -146,8 +205,22 @@ bool os_remap_move(void *p, size_t old_size, size_t new_size, void *target)
     return true;
 }
 
-void os_purge(void *p, size_t size)
+bool os_purge(void *p, size_t size)
 {
-    /* MADV_DONTNEED: RSS drops now and the pages read back as zero. */
-    madvise(p, size, MADV_DONTNEED);
+    atomic_fetch_add_explicit(&purge_calls, 1, memory_order_relaxed);
+    int saved = errno;
+    bool zeroed = true;
+    if (option_get(OPT_PURGE_METHOD) == 1 && madvise(p, size, MADV_FREE) == 0)
+        zeroed = false;
+    else
+        madvise(p, size, MADV_DONTNEED);
+    errno = saved;
+    return zeroed;
+}
+
+void os_no_huge_pages(void *p, size_t size)
+{
+    int saved = errno;
+    madvise(p, size, MADV_NOHUGEPAGE);
+    errno = saved;
 }

@@ -128,7 +128,7 @@ static void page_collect(page_t *page)
             }
             tail->next = page->free;
             page->free = list;
-            page->used -= count;
+            page_used_set(page, page_used(page) - count);
         }
     }
 }
@@ -190,7 +190,7 @@ static page_t *page_new_small(heap_t *heap, unsigned cls)
     page->block_size = class_block_size[cls];
     page->reserved = (uint32_t)(slices * SLICE_SIZE / page->block_size);
     page->capacity = 0;
-    page->used = 0;
+    page_used_set(page, 0);
     page->free = NULL;
     page->in_full = 0;
     atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
@@ -202,7 +202,8 @@ void page_init_large(heap_t *heap, page_t *page, size_t slices, bool zero)
 {
     page->kind = PAGE_LARGE;
     page->block_size = (uint32_t)(slices * SLICE_SIZE);
-    page->reserved = page->capacity = page->used = 1;
+    page->reserved = page->capacity = 1;
+    page_used_set(page, 1);
     page->is_zero = zero;
     atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
 }
@@ -228,7 +229,7 @@ static inline void *page_pop(page_t *page)
 {
     block_t *block = page->free;
     page->free = block->next;
-    page->used++;
+    page_used_set(page, page_used(page) + 1);
     return block;
 }
 
@@ -257,6 +258,7 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
     }
 
     lock_acquire(&heap->lock);
+    atomic_store_explicit(&heap->last_slow_ms, os_now_ms(), memory_order_relaxed);
     if (atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed))
         heap_unfull_pending(heap);
     page_queue_t *q = &heap->queues[cls];
@@ -297,24 +299,28 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
 
 void page_free_local_slow(heap_t *heap, page_t *page)
 {
-    if (page->used == 0 && page->kind == PAGE_SMALL && !page->in_full &&
+    if (page_used(page) == 0 && page->kind == PAGE_SMALL && !page->in_full &&
         page->slice_count == 1 && heap->queues[page->class_idx].first == page &&
         page->next == NULL)
         return; /* the only page of its class: keep it for the next malloc */
     lock_acquire(&heap->lock);
-    if (page->used == 0)
+    if (page_used(page) == 0)
         page_free(heap, page);
     else if (page->in_full)
         page_unfull(heap, page);
     lock_release(&heap->lock);
+    purge_poll();
 }
 
-void page_free_remote(segment_t *seg, page_t *page, block_t *block)
+void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandoned)
 {
     if (page->kind == PAGE_LARGE) {
         segment_free_large_remote(seg, page);
         return;
     }
+    /* Read before the push: once our block is on the list the page may be
+     * emptied and freed, and its segment unmapped, by another thread. */
+    heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
     /* Step 2 of the full-page protocol. Release: the owner that takes the list
      * must see the block's link. */
     uintptr_t old = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
@@ -323,11 +329,69 @@ void page_free_remote(segment_t *seg, page_t *page, block_t *block)
     } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &old,
                                                     (uintptr_t)block | (old & XTHREAD_IN_FULL),
                                                     memory_order_release, memory_order_relaxed));
-    if (old == XTHREAD_IN_FULL) {
-        heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
-        if (heap)
-            atomic_store_explicit(&heap->xfull_pending, 1, memory_order_release);
+    if ((old & ~XTHREAD_IN_FULL) != 0)
+        return; /* not the first: whoever pushed the first one did the rest */
+    if (old == XTHREAD_IN_FULL && heap)
+        atomic_store_explicit(&heap->xfull_pending, 1, memory_order_release);
+    /* The first remote block on this page since its last collection: if the
+     * owner sleeps, only the scavenger will notice (purge.c, step 5). */
+    if (abandoned) {
+        segment_abandoned_touch();
+    } else if (heap) {
+        atomic_store(&heap->remote_pending, 1);
+        purge_wake();
     }
+}
+
+/* Count a remote-free list (its blocks are stable while the caller holds the
+ * owner's lock or owns the page: only pushes happen at its head). */
+static uint32_t xthread_count(block_t *list)
+{
+    uint32_t n = 0;
+    for (; list; list = list->next)
+        n++;
+    return n;
+}
+
+/* Scavenger: steal `page` if every block it handed out is on xthread_free. */
+static void page_steal_if_free(heap_t *heap, page_t *page)
+{
+    uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
+    uint32_t remote = xthread_count((block_t *)(x & ~XTHREAD_IN_FULL));
+    if (remote != page_used(page))
+        return;
+    /* Take the list; a push since the load means a block came back twice. */
+    if (!atomic_compare_exchange_strong_explicit(&page->xthread_free, &x, 0, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return;
+    page_used_set(page, 0);
+    page_free(heap, page);
+}
+
+void heap_steal_free_pages(heap_t *heap)
+{
+    page_t *next;
+    for (page_t *page = heap->full.first; page; page = next) {
+        next = page->next;
+        page_steal_if_free(heap, page);
+    }
+    /* Not the first page of a queue: that one the owner's fast paths reach. */
+    for (unsigned cls = 0; cls < CLASS_COUNT; cls++) {
+        page_t *first = heap->queues[cls].first;
+        for (page_t *page = first ? first->next : NULL; page; page = next) {
+            next = page->next;
+            page_steal_if_free(heap, page);
+        }
+    }
+}
+
+void page_collect_abandoned(page_t *page)
+{
+    page_collect(page); /* the exchange also clears XTHREAD_IN_FULL */
+    atomic_fetch_and_explicit(&page->xthread_free, ~XTHREAD_IN_FULL, memory_order_relaxed);
+    page->in_full = 0;
+    if (page_used(page) == 0)
+        segment_free_run(page);
 }
 
 /* Owner: collect every page; free the empty ones (with `force` also the one
@@ -345,7 +409,7 @@ void heap_collect_pages(heap_t *heap, bool force)
         for (page_t *page = heap->queues[cls].first; page; page = next) {
             next = page->next;
             page_collect(page);
-            if (page->used == 0 && (force || page != heap->queues[cls].first || next))
+            if (page_used(page) == 0 && (force || page != heap->queues[cls].first || next))
                 page_free(heap, page);
         }
     }
@@ -359,7 +423,7 @@ void page_adopt(heap_t *heap, page_t *page)
     page->next = page->prev = NULL;
     page_collect(page);
     atomic_fetch_and_explicit(&page->xthread_free, ~XTHREAD_IN_FULL, memory_order_relaxed);
-    if (page->used == 0) {
+    if (page_used(page) == 0) {
         segment_free_run(page);
         return;
     }

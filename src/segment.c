@@ -10,6 +10,10 @@
  *   - the trim pass claims free slices with a CAS, purges them, and ORs them
  *     back, so purging never races an allocation of the same slices.
  *
+ * Freeing a run also marks its slices dirty (free but resident) and lists the
+ * segment for the purge pass (purge.c describes that protocol); claiming a run
+ * clears its dirty bits.
+ *
  * When may a segment be unmapped? Only when all its slices are free, and only
  * by a thread that knows nobody else will touch it afterwards:
  *   - its owner (a remote freer's last access to a segment owned by a live
@@ -94,6 +98,8 @@ static segment_t *segment_map_new(void)
         return NULL;
     /* Fresh mapping: every field is zero already. */
     seg->kind = SEGMENT_NORMAL;
+    if (os_info.thp_always)
+        os_no_huge_pages(seg, SEGMENT_SIZE); /* purged slices must stay purged */
     atomic_store_explicit(&seg->free_slices, SLICES_ALL, memory_order_relaxed);
     atomic_store_explicit(&seg->fresh_slices, SLICES_ALL, memory_order_relaxed);
     lock_acquire(&segments_lock);
@@ -108,6 +114,7 @@ static segment_t *segment_map_new(void)
 
 static void segment_unmap(segment_t *seg)
 {
+    purge_segment_forget(seg);
     segment_map_set(seg, false);
     lock_acquire(&segments_lock);
     if (seg->all_prev)
@@ -126,14 +133,46 @@ static void segment_release(segment_t *seg)
     atomic_store_explicit(&seg->thread_id, 0, memory_order_relaxed);
     seg->heap = NULL;
     seg->next = seg->prev = NULL;
+    seg->cached_at_ms = os_now_ms();
     lock_acquire(&cache_lock);
     if (cache_count < SEGMENT_CACHE_MAX) {
         cache[cache_count++] = seg;
         seg = NULL;
     }
+    bool decay = cache_count > SEGMENT_STANDBY;
     lock_release(&cache_lock);
     if (seg)
         segment_unmap(seg);
+    if (decay)
+        purge_wake();
+}
+
+bool segment_cache_pending(void)
+{
+    lock_acquire(&cache_lock);
+    bool pending = cache_count > SEGMENT_STANDBY;
+    lock_release(&cache_lock);
+    return pending;
+}
+
+bool segment_cache_decay(uint64_t now_ms, bool force)
+{
+    uint64_t delay = (uint64_t)option_get(OPT_UNMAP_DELAY);
+    segment_t *drop[SEGMENT_CACHE_MAX];
+    size_t n = 0;
+    lock_acquire(&cache_lock);
+    size_t keep = force ? 0 : SEGMENT_STANDBY;
+    /* Oldest first: entries were pushed in time order. */
+    while (cache_count > keep && (force || now_ms - cache[0]->cached_at_ms >= delay)) {
+        drop[n++] = cache[0];
+        cache_count--;
+        memmove(&cache[0], &cache[1], cache_count * sizeof cache[0]);
+    }
+    bool pending = cache_count > SEGMENT_STANDBY;
+    lock_release(&cache_lock);
+    for (size_t i = 0; i < n; i++)
+        segment_unmap(drop[i]);
+    return pending;
 }
 
 bool segment_cache_release(void)
@@ -237,6 +276,8 @@ static page_t *segment_run_init(segment_t *seg, size_t idx, size_t count)
     page_t *page = &seg->pages[idx];
     page->slice_count = (uint8_t)count;
     uint64_t mask = run_mask(idx, count);
+    atomic_fetch_and_explicit(&seg->dirty_slices, ~mask, memory_order_relaxed);
+    atomic_fetch_and_explicit(&seg->dirty_old, ~mask, memory_order_relaxed);
     uint64_t fresh = atomic_fetch_and_explicit(&seg->fresh_slices, ~mask, memory_order_relaxed);
     page->is_zero = (fresh & mask) == mask;
     return page;
@@ -250,7 +291,8 @@ void segment_free_run(page_t *page)
     for (size_t i = 1; i < count; i++)
         seg->pages[idx + i].slice_offset = 0;
     page->free = NULL;
-    page->used = page->capacity = page->reserved = page->block_size = 0;
+    page->capacity = page->reserved = page->block_size = 0;
+    page_used_set(page, 0);
     page->kind = PAGE_FREE;
     page->class_idx = 0;
     page->slice_count = 0;
@@ -259,7 +301,20 @@ void segment_free_run(page_t *page)
     page->next = page->prev = NULL;
     atomic_store_explicit(&page->xthread_free, 0, memory_order_relaxed);
     atomic_store_explicit(&page->heap, NULL, memory_order_relaxed);
-    atomic_fetch_or_explicit(&seg->free_slices, run_mask(idx, count), memory_order_release);
+    uint64_t mask = run_mask(idx, count);
+    long delay = option_get(OPT_PURGE_DELAY);
+    if (delay == 0) {
+        /* Purge at once: the run is still ours until its free bits are set. */
+        if (os_purge((uint8_t *)seg + idx * SLICE_SIZE, count * SLICE_SIZE))
+            atomic_fetch_or_explicit(&seg->fresh_slices, mask, memory_order_relaxed);
+    } else if (delay > 0) {
+        /* Purge protocol steps 1 and 3 (purge.c), before step 2 below: once the
+         * free bits are set the segment may be released and unmapped by its
+         * owner, and this thread must not touch it again. */
+        atomic_fetch_or(&seg->dirty_slices, mask); /* seq_cst: pairs with the pass */
+        purge_segment_dirty(seg);
+    }
+    atomic_fetch_or_explicit(&seg->free_slices, mask, memory_order_release);
 }
 
 void segment_maybe_release(heap_t *heap, segment_t *seg)
@@ -277,6 +332,7 @@ void segment_maybe_release(heap_t *heap, segment_t *seg)
  * ------------------------------------------------------------------------- */
 void segment_abandon_all(heap_t *heap)
 {
+    bool abandoned_any = false;
     segment_t *seg = heap->segments;
     while (seg) {
         segment_t *next = seg->next;
@@ -296,9 +352,12 @@ void segment_abandon_all(heap_t *heap)
                 abandoned_first->prev = seg;
             abandoned_first = seg;
             lock_release(&abandoned_lock);
+            abandoned_any = true;
         }
         seg = next;
     }
+    if (abandoned_any)
+        segment_abandoned_touch();
 }
 
 static void abandoned_unlink(segment_t *seg)
@@ -311,6 +370,69 @@ static void abandoned_unlink(segment_t *seg)
         seg->next->prev = seg->prev;
     seg->next = seg->prev = NULL;
     seg->in_abandoned = 0;
+}
+
+/* Set (seq_cst) when an abandoned segment may have something to give back:
+ * its owner just left, or another thread freed a block into it. */
+static atomic_int abandoned_dirty;
+
+void segment_abandoned_touch(void)
+{
+    atomic_store(&abandoned_dirty, 1);
+    purge_wake();
+}
+
+bool segment_abandoned_pending(void)
+{
+    return atomic_load(&abandoned_dirty) != 0;
+}
+
+/* Scavenger: walk the abandoned segments; in each, collect the blocks other
+ * threads freed since its owner left, free the pages that became empty, and
+ * release the segment if nothing is left in it. A segment is taken off the
+ * list while it is worked on, so no thread can reclaim it meanwhile; a remote
+ * free of a large page then finds it off the list and only releases its run. */
+void segment_abandoned_collect(bool force)
+{
+    if (!atomic_exchange(&abandoned_dirty, 0) && !force)
+        return;
+    segment_t *done = NULL; /* worked on, to put back */
+    for (;;) {
+        lock_acquire(&abandoned_lock);
+        segment_t *seg = abandoned_first;
+        if (seg)
+            abandoned_unlink(seg);
+        lock_release(&abandoned_lock);
+        if (seg == NULL)
+            break;
+        for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
+            page_t *page = &seg->pages[i];
+            if (page->slice_offset == 0 && page->kind == PAGE_SMALL)
+                page_collect_abandoned(page);
+        }
+        lock_acquire(&abandoned_lock);
+        bool empty = atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL;
+        if (!empty) {
+            seg->next = done;
+            done = seg;
+        }
+        lock_release(&abandoned_lock);
+        if (empty)
+            segment_release(seg);
+    }
+    /* Put back the segments that still hold live blocks. */
+    lock_acquire(&abandoned_lock);
+    while (done) {
+        segment_t *seg = done;
+        done = seg->next;
+        seg->in_abandoned = 1;
+        seg->prev = NULL;
+        seg->next = abandoned_first;
+        if (abandoned_first)
+            abandoned_first->prev = seg;
+        abandoned_first = seg;
+    }
+    lock_release(&abandoned_lock);
 }
 
 /* Take one abandoned segment into `heap` and adopt its pages. */
@@ -388,34 +510,41 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
 }
 
 /* ---------------------------------------------------------------------------
- * Trim: give back every free slice of every segment now
+ * Purging free slices (called by the purge pass, purge.c)
  * ------------------------------------------------------------------------- */
-static bool segment_purge_free(segment_t *seg)
+bool segment_purge(segment_t *seg, bool force)
 {
-    /* Claim every free slice so no owner allocates it while we purge. */
-    uint64_t claimed = atomic_exchange_explicit(&seg->free_slices, 0, memory_order_acquire);
-    uint64_t todo = claimed & ~atomic_load_explicit(&seg->fresh_slices, memory_order_relaxed);
-    bool purged = todo != 0;
-    while (todo) {
-        size_t start = (size_t)__builtin_ctzll(todo);
-        uint64_t rest = ~(todo >> start); /* ones from the end of the run on */
-        size_t len = rest ? (size_t)__builtin_ctzll(rest) : 64 - start;
-        os_purge((uint8_t *)seg + start * SLICE_SIZE, len * SLICE_SIZE);
-        todo &= ~run_mask(start, len);
+    uint64_t dirty = atomic_load(&seg->dirty_slices);
+    uint64_t want = force ? dirty : dirty & atomic_load_explicit(&seg->dirty_old, memory_order_relaxed);
+    /* Claim the wanted slices that are free, so no owner allocates them while
+     * they are purged; dirty slices not free yet belong to a free in progress. */
+    uint64_t got = 0;
+    if (want) {
+        uint64_t old = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
+        do {
+            got = old & want;
+        } while (got && !atomic_compare_exchange_weak_explicit(&seg->free_slices, &old, old & ~got,
+                                                               memory_order_acquire,
+                                                               memory_order_acquire));
     }
-    atomic_fetch_or_explicit(&seg->fresh_slices, claimed, memory_order_relaxed);
-    atomic_fetch_or_explicit(&seg->free_slices, claimed, memory_order_release);
-    return purged;
-}
-
-bool segment_trim_all(void)
-{
-    bool released = segment_cache_release();
-    lock_acquire(&segments_lock);
-    for (segment_t *seg = all_segments; seg; seg = seg->all_next)
-        released |= segment_purge_free(seg);
-    lock_release(&segments_lock);
-    return released;
+    if (got) {
+        bool zeroed = true;
+        uint64_t todo = got;
+        while (todo) {
+            size_t start = (size_t)__builtin_ctzll(todo);
+            uint64_t rest = ~(todo >> start); /* ones from the end of the run on */
+            size_t len = rest ? (size_t)__builtin_ctzll(rest) : 64 - start;
+            zeroed &= os_purge((uint8_t *)seg + start * SLICE_SIZE, len * SLICE_SIZE);
+            todo &= ~run_mask(start, len);
+        }
+        if (zeroed)
+            atomic_fetch_or_explicit(&seg->fresh_slices, got, memory_order_relaxed);
+        atomic_fetch_and(&seg->dirty_slices, ~got);
+        atomic_fetch_or_explicit(&seg->free_slices, got, memory_order_release);
+    }
+    dirty = atomic_load(&seg->dirty_slices);
+    atomic_store_explicit(&seg->dirty_old, dirty, memory_order_relaxed);
+    return dirty != 0;
 }
 
 /* ---------------------------------------------------------------------------

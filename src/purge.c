@@ -1,0 +1,365 @@
+/*
+ * purge.c — giving memory back to the OS after a delay: the purge list, the
+ * purge pass, and the background thread (the scavenger) that runs passes when
+ * the program does not call the allocator.
+ *
+ * What a pass does (purge_pass), oldest concern first:
+ *   1. segments on the purge list: purge the free slices that have been free
+ *      for a whole pass period (segment_purge);
+ *   2. the huge cache: purge mappings freed a delay ago, unmap them after the
+ *      unmap delay (large.c);
+ *   3. the segment cache: unmap segments past the unmap delay, beyond the
+ *      standby (segment.c);
+ *   4. abandoned segments: collect what other threads freed into them (segment.c);
+ *   5. idle heaps with remote frees: free the pages whose blocks all came back
+ *      while their owner slept (heap.c, page.c).
+ * Passes run one at a time (pass_lock) and, while anything is pending, one
+ * purge delay apart; so a slice is purged between one and two delays after it
+ * was freed. With no pending work the scavenger sleeps on a condition variable
+ * with no timeout: an idle process gets no wake-ups.
+ *
+ * The purge-list protocol. A free must never be left unpurged because a pass
+ * was running when it happened (the race of seeds/002_055b8aef5e6a65c3.txt).
+ *   Freer (segment_free_run), for a run of slices:
+ *     1. sets the run's bits in seg->dirty_slices (seq_cst RMW);
+ *     3. lists the segment: reads seg->purge_listed (seq_cst); if 0, takes
+ *        purge_lock, and if still not listed, links it and sets it to 1;
+ *        then purge_wake();
+ *     2. sets the run's bits in free_slices (release) — last, because after
+ *        that the segment may be released and unmapped by its owner.
+ *   Pass, per listed segment (marked busy under purge_lock, so it cannot be
+ *   unmapped meanwhile):
+ *     a. purges dirty & dirty_old slices that are free (claimed with a CAS);
+ *        dirty slices not yet free belong to a free between its steps 1 and 2
+ *        and stay dirty;
+ *     b. sets dirty_old = dirty;
+ *     c. under purge_lock: stores purge_listed = 0 (seq_cst), then re-reads
+ *        dirty_slices (seq_cst); if 0 the segment leaves the list, else it is
+ *        listed again (purge_listed = 1).
+ *   A free whose step 1 comes before c's re-read is seen by it, and the
+ *   segment stays listed; one whose step 1 comes after it reads purge_listed
+ *   after c's store (both seq_cst: they cannot both miss), finds 0 and lists
+ *   the segment again. Either way its slices meet a later pass.
+ *
+ * The wake-up protocol. `purge_work` is 1 while a pass may have work.
+ *   Any source of work: first records it (dirty bits, cache entry, flag), then
+ *   purge_wake(): exchanges purge_work to 1 (seq_cst); if it was 0, signals
+ *   the condition variable under wake_mutex.
+ *   Scavenger, after a pass that left nothing pending: stores purge_work = 0
+ *   (seq_cst), then checks every source again (purge_pending); if one has work
+ *   it sets purge_work back to 1 and runs another pass. Otherwise it waits,
+ *   re-checking purge_work under wake_mutex before every wait.
+ *   A source that recorded its work before the re-check is found by it; one
+ *   after it exchanges a 0 and signals, and the signal cannot fall between the
+ *   scavenger's check of purge_work and its wait, which wake_mutex makes one
+ *   step.
+ *
+ * The thread is started lazily, when work first appears, from purge_poll on a
+ * slow path that holds no lock (pthread_create allocates). It blocks every
+ * signal and is detached: it never keeps the process alive. In a forked child
+ * it does not exist; purge_fork_child resets the state so that the child
+ * starts its own on the child's first purgeable memory. With EBB_BACKGROUND=0,
+ * or if the thread cannot be created, passes run inline from purge_poll when
+ * one is due (purges then happen only while the program calls the allocator).
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { THREAD_NONE = 0, THREAD_STARTING, THREAD_RUNNING, THREAD_FAILED, THREAD_DISABLED };
+
+static lock_t purge_lock = LOCK_INIT; /* the purge list, purge_listed, purge_busy */
+static segment_t *purge_first;
+
+static lock_t pass_lock = LOCK_INIT; /* one pass at a time */
+static atomic_int purge_work;
+static atomic_int thread_state;
+static atomic_int thread_wanted;
+static pthread_mutex_t wake_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
+static _Atomic(uint64_t) next_inline_pass_ms;
+
+static atomic_ulong pass_count;
+static atomic_ulong wakeup_count;
+
+unsigned long purge_pass_count(void)
+{
+    return atomic_load_explicit(&pass_count, memory_order_relaxed);
+}
+
+unsigned long purge_wakeup_count(void)
+{
+    return atomic_load_explicit(&wakeup_count, memory_order_relaxed);
+}
+
+int purge_thread_state(void)
+{
+    return atomic_load_explicit(&thread_state, memory_order_relaxed);
+}
+
+static long purge_delay_ms(void)
+{
+    return option_get(OPT_PURGE_DELAY);
+}
+
+void purge_init(void)
+{
+    if (!option_get(OPT_BACKGROUND))
+        atomic_store(&thread_state, THREAD_DISABLED);
+}
+
+/* ---------------------------------------------------------------------------
+ * The purge list
+ * ------------------------------------------------------------------------- */
+void purge_segment_dirty(segment_t *seg)
+{
+    /* Step 3. */
+    if (atomic_load(&seg->purge_listed))
+        return;
+    lock_acquire(&purge_lock);
+    if (!atomic_load_explicit(&seg->purge_listed, memory_order_relaxed)) {
+        atomic_store(&seg->purge_listed, 1);
+        seg->purge_prev = NULL;
+        seg->purge_next = purge_first;
+        if (purge_first)
+            purge_first->purge_prev = seg;
+        purge_first = seg;
+    }
+    lock_release(&purge_lock);
+    purge_wake();
+}
+
+static void purge_unlink_locked(segment_t *seg)
+{
+    if (seg->purge_prev)
+        seg->purge_prev->purge_next = seg->purge_next;
+    else
+        purge_first = seg->purge_next;
+    if (seg->purge_next)
+        seg->purge_next->purge_prev = seg->purge_prev;
+    seg->purge_next = seg->purge_prev = NULL;
+    atomic_store(&seg->purge_listed, 0);
+}
+
+void purge_segment_forget(segment_t *seg)
+{
+    lock_acquire(&purge_lock);
+    while (seg->purge_busy) {
+        lock_release(&purge_lock);
+        os_sleep_ms(1);
+        lock_acquire(&purge_lock);
+    }
+    if (atomic_load_explicit(&seg->purge_listed, memory_order_relaxed))
+        purge_unlink_locked(seg);
+    lock_release(&purge_lock);
+}
+
+/* Steps a–c over every listed segment. True if dirty slices remain. */
+static bool purge_segments(bool force)
+{
+    bool pending = false;
+    lock_acquire(&purge_lock);
+    segment_t *seg = purge_first;
+    if (seg)
+        seg->purge_busy = 1;
+    lock_release(&purge_lock);
+    while (seg) {
+        segment_purge(seg, force); /* steps a and b */
+        lock_acquire(&purge_lock);
+        segment_t *next = seg->purge_next;
+        /* Step c. */
+        atomic_store(&seg->purge_listed, 0);
+        if (atomic_load(&seg->dirty_slices) != 0) {
+            atomic_store(&seg->purge_listed, 1);
+            pending = true;
+        } else {
+            purge_unlink_locked(seg);
+        }
+        seg->purge_busy = 0;
+        if (next)
+            next->purge_busy = 1;
+        lock_release(&purge_lock);
+        seg = next;
+    }
+    return pending;
+}
+
+/* ---------------------------------------------------------------------------
+ * The pass
+ * ------------------------------------------------------------------------- */
+
+/* Is any source of work non-empty? (The scavenger's re-check.) */
+static bool purge_pending(void)
+{
+    lock_acquire(&purge_lock);
+    bool listed = purge_first != NULL;
+    lock_release(&purge_lock);
+    return listed || huge_cache_pending() || segment_cache_pending() ||
+           segment_abandoned_pending() || heap_scavenge_pending();
+}
+
+/* One pass; the caller holds pass_lock. True if work remains for later. */
+static bool purge_pass_locked(bool force)
+{
+    atomic_fetch_add_explicit(&pass_count, 1, memory_order_relaxed);
+    uint64_t now = os_now_ms();
+    long delay = purge_delay_ms();
+    bool pending = false;
+    /* Idle heaps first: the pages they give up join the segments below. */
+    heap_scavenge(now, delay > 0 ? (uint64_t)delay : 0, force);
+    segment_abandoned_collect(force);
+    if (delay >= 0 || force)
+        pending |= purge_segments(force);
+    pending |= huge_cache_decay(now, force);
+    pending |= segment_cache_decay(now, force);
+    pending |= heap_scavenge_pending();
+    return pending;
+}
+
+void purge_run(bool force)
+{
+    lock_acquire(&pass_lock);
+    purge_pass_locked(force);
+    if (force)
+        purge_pass_locked(true); /* what the first pass freed (pages → slices) */
+    lock_release(&pass_lock);
+}
+
+/* ---------------------------------------------------------------------------
+ * Waking and the scavenger thread
+ * ------------------------------------------------------------------------- */
+void purge_wake(void)
+{
+    if (purge_delay_ms() < 0)
+        return; /* never purge on our own; malloc_trim still works */
+    if (atomic_exchange(&purge_work, 1) != 0)
+        return;
+    int state = atomic_load(&thread_state);
+    if (state == THREAD_RUNNING) {
+        pthread_mutex_lock(&wake_mutex);
+        pthread_cond_signal(&wake_cond);
+        pthread_mutex_unlock(&wake_mutex);
+    } else if (state == THREAD_NONE) {
+        atomic_store_explicit(&thread_wanted, 1, memory_order_relaxed);
+    }
+}
+
+static void *scavenger_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&wake_mutex);
+        while (!atomic_load(&purge_work))
+            pthread_cond_wait(&wake_cond, &wake_mutex);
+        pthread_mutex_unlock(&wake_mutex);
+        atomic_fetch_add_explicit(&wakeup_count, 1, memory_order_relaxed);
+
+        /* Work is pending: pass, one delay apart, until none is left. */
+        for (;;) {
+            long delay = purge_delay_ms();
+            os_sleep_ms(delay > 0 ? delay : 1);
+            lock_acquire(&pass_lock);
+            bool pending = purge_pass_locked(false);
+            lock_release(&pass_lock);
+            if (pending)
+                continue;
+            atomic_store(&purge_work, 0);
+            if (!purge_pending())
+                break;
+            atomic_store(&purge_work, 1);
+        }
+    }
+    return NULL;
+}
+
+static void purge_start_thread(void)
+{
+    int expected = THREAD_NONE;
+    if (!atomic_compare_exchange_strong(&thread_state, &expected, THREAD_STARTING))
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits this mask */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_t tid;
+    int rc = pthread_create(&tid, &attr, scavenger_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    atomic_store(&thread_state, rc == 0 ? THREAD_RUNNING : THREAD_FAILED);
+    if (rc != 0) {
+        static const char msg[] = "ebb: cannot start the background purge thread; "
+                                  "memory is returned during allocator calls only\n";
+        os_write_stderr(msg, sizeof msg - 1);
+    }
+}
+
+void purge_poll(void)
+{
+    int state = atomic_load_explicit(&thread_state, memory_order_relaxed);
+    if (ebb_likely(state == THREAD_RUNNING))
+        return;
+    if (state == THREAD_NONE) {
+        if (atomic_load_explicit(&thread_wanted, memory_order_relaxed)) {
+            atomic_store_explicit(&thread_wanted, 0, memory_order_relaxed);
+            purge_start_thread();
+        }
+        return;
+    }
+    if (state == THREAD_STARTING)
+        return;
+    /* No thread (disabled or failed): a pass inline, at most one per delay. */
+    if (!atomic_load_explicit(&purge_work, memory_order_relaxed))
+        return;
+    uint64_t now = os_now_ms();
+    if (now < atomic_load_explicit(&next_inline_pass_ms, memory_order_relaxed))
+        return;
+    if (!lock_try_acquire(&pass_lock))
+        return; /* another thread is in a pass */
+    long delay = purge_delay_ms();
+    atomic_store_explicit(&next_inline_pass_ms, now + (uint64_t)(delay > 0 ? delay : 1),
+                          memory_order_relaxed);
+    bool pending = purge_pass_locked(false);
+    lock_release(&pass_lock);
+    if (!pending) {
+        atomic_store(&purge_work, 0);
+        if (purge_pending())
+            atomic_store(&purge_work, 1);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * fork: no pass runs across a fork, and the child starts with no thread.
+ * ------------------------------------------------------------------------- */
+void purge_fork_prepare_first(void)
+{
+    lock_acquire(&pass_lock);
+}
+
+void purge_fork_prepare_last(void)
+{
+    lock_acquire(&purge_lock);
+}
+
+void purge_fork_parent(void)
+{
+    lock_release(&purge_lock);
+    lock_release(&pass_lock);
+}
+
+void purge_fork_child(void)
+{
+    lock_release(&purge_lock);
+    lock_release(&pass_lock);
+    pthread_mutex_init(&wake_mutex, NULL);
+    pthread_cond_init(&wake_cond, NULL);
+    int state = atomic_load(&thread_state);
+    if (state != THREAD_DISABLED)
+        atomic_store(&thread_state, THREAD_NONE);
+    if (atomic_load(&purge_work))
+        atomic_store(&thread_wanted, 1);
+}
