@@ -56,22 +56,15 @@ _Static_assert(PAGE_SLICES(SMALL_MAX) <= PAGE_MAX_SLICES, "largest small page to
  * ------------------------------------------------------------------------- */
 static heap_t *heap_self(void)
 {
-    heap_t *heap = tls_heap;
+    heap_t *heap = tls.heap;
     if (ebb_unlikely(heap == &heap_empty))
         heap = heap_get_or_create();
     return heap;
 }
 
-/* A block of class `cls` for `heap`: pop the queue's first page, else slow. */
+/* A block of class `cls` for `heap`. */
 static void *alloc_class(heap_t *heap, unsigned cls)
 {
-    page_t *page = heap->queues[cls].first;
-    if (page && page->free) {
-        block_t *block = page->free;
-        page->free = block->next;
-        page_used_set(page, page_used(page) + 1);
-        return block;
-    }
     return page_alloc_slow(heap, cls);
 }
 
@@ -138,7 +131,7 @@ done:
 
 void *alloc_malloc_slow(size_t size)
 {
-    heap_t *heap = tls_heap;
+    heap_t *heap = tls.heap;
     if (ebb_likely(size <= SMALL_MAX && heap != &heap_empty)) {
         void *p = alloc_class(heap, size_class(size));
         if (ebb_likely(p != NULL))

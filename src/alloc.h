@@ -15,15 +15,18 @@
 
 static inline void *alloc_malloc_inline(size_t size)
 {
-    heap_t *heap = tls_heap;
+    heap_t *heap = tls.heap;
     if (ebb_likely(size <= DIRECT_MAX)) {
-        page_t *page = heap->direct[(size + 15) >> 4];
+        busy_enter();
+        page_t *page = atomic_load_explicit(&heap->direct[(size + 15) >> 4], memory_order_acquire);
         block_t *block = page->free;
         if (ebb_likely(block != NULL)) {
             page->free = block->next;
-            page_used_set(page, page_used(page) + 1);
+            page->used++;
+            busy_leave();
             return block;
         }
+        busy_leave();
     }
     return alloc_malloc_slow(size);
 }
@@ -33,18 +36,21 @@ static inline void alloc_free_inline(void *p)
     if (ebb_unlikely(p == NULL))
         return;
     segment_t *seg = ptr_segment(p);
-    if (ebb_likely(atomic_load_explicit(&seg->thread_id, memory_order_relaxed) ==
+    busy_enter();
+    if (ebb_likely(atomic_load_explicit(&seg->thread_id, memory_order_acquire) ==
                    thread_id_self())) {
         page_t *page = segment_page_of(seg, p);
         block_t *block = (block_t *)p;
         block->next = page->free;
         page->free = block;
-        uint32_t used = page_used(page) - 1;
-        page_used_set(page, used);
-        if (ebb_unlikely(used == 0 || page->in_full))
-            page_free_local_slow(tls_heap, page);
+        if (ebb_unlikely(--page->used == 0 || page->in_full)) {
+            page_free_local_slow(tls.heap, page); /* ends the busy window */
+            return;
+        }
+        busy_leave();
         return;
     }
+    busy_leave();
     free_generic(seg, p);
 }
 

@@ -3,7 +3,7 @@
  * pointer, hand-over at thread exit; process initialization; fork.
  *
  * Bootstrap. The first malloc can come from the dynamic loader before any
- * constructor, and from any thread. Every thread starts with tls_heap pointing
+ * constructor, and from any thread. Every thread starts with tls.heap pointing
  * at heap_empty, whose direct slots all hold page_empty (no free block), so its
  * first malloc falls into the slow path, which initializes the process once
  * (process_init) and then gives the thread a heap. Nothing here calls stdio,
@@ -23,7 +23,7 @@
 
 page_t page_empty;
 heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
-__thread heap_t *tls_heap __attribute__((tls_model("initial-exec"))) = &heap_empty;
+__thread tls_t tls __attribute__((tls_model("initial-exec"))) = {.heap = &heap_empty};
 
 static lock_t heap_pool_lock = LOCK_INIT; /* heap_all, heap_pool_free, in_use */
 static heap_t *heap_all;
@@ -114,26 +114,33 @@ static void heap_pool_put_locked(heap_t *heap)
 static void heap_reset(heap_t *heap, uintptr_t thread_id)
 {
     for (size_t i = 0; i < DIRECT_SLOTS; i++)
-        heap->direct[i] = &page_empty;
+        atomic_store_explicit(&heap->direct[i], &page_empty, memory_order_relaxed);
     memset(heap->queues, 0, sizeof heap->queues);
     memset(&heap->full, 0, sizeof heap->full);
     atomic_store_explicit(&heap->xfull_pending, 0, memory_order_relaxed);
     heap->segments = NULL;
     heap->segment_count = 0;
     heap->thread_id = thread_id;
+    atomic_store(&heap->remote_pending, 0);
+    atomic_store(&heap->retained_pending, 0);
+    atomic_store(&heap->revoked, 0);
+    atomic_store(&heap->slow_count, 0);
+    heap->scav_seen_count = 0;
+    heap->scav_seen_ms = 0;
 }
 
 heap_t *heap_get_or_create(void)
 {
     process_init();
-    if (tls_heap != &heap_empty)
-        return tls_heap; /* created by a recursive call during initialization */
+    if (tls.heap != &heap_empty)
+        return tls.heap; /* created by a recursive call during initialization */
     heap_t *heap = heap_pool_take();
     if (heap == NULL)
         return NULL;
     heap_reset(heap, thread_id_self());
-    tls_heap = heap;
-    /* May allocate (glibc's second-level key array): tls_heap is set already. */
+    heap->busy = &tls.busy;
+    tls.heap = heap;
+    /* May allocate (glibc's second-level key array): tls.heap is set already. */
     if (heap_key_ready)
         pthread_setspecific(heap_key, heap);
     return heap;
@@ -145,16 +152,17 @@ heap_t *heap_get_or_create(void)
 static void heap_thread_done(void *arg)
 {
     heap_t *heap = arg;
-    if (heap == NULL || heap != tls_heap)
+    if (heap == NULL || heap != tls.heap)
         return;
     lock_acquire(&heap->lock);
     heap_collect_pages(heap, true);
     segment_abandon_all(heap);
     heap_reset(heap, 0);
+    heap->busy = NULL; /* this thread's TLS goes away with it */
     lock_release(&heap->lock);
     /* A destructor that runs after this one and allocates gets a new heap
      * (and this destructor again in the next round). */
-    tls_heap = &heap_empty;
+    tls.heap = &heap_empty;
     lock_acquire(&heap_pool_lock);
     heap_pool_put_locked(heap);
     lock_release(&heap_pool_lock);
@@ -162,7 +170,7 @@ static void heap_thread_done(void *arg)
 
 void ebb_collect(bool force)
 {
-    heap_t *heap = tls_heap;
+    heap_t *heap = tls.heap;
     if (heap != &heap_empty) {
         lock_acquire(&heap->lock);
         heap_collect_pages(heap, force);
@@ -179,21 +187,111 @@ void ebb_collect(bool force)
  * paths cannot reach are taken (page.c, heap_steal_free_pages), and only with
  * the owner's lock, which the owner holds in every slow path.
  * ------------------------------------------------------------------------- */
+/*
+ * Quiescing an idle heap. Some memory of a sleeping thread can only be given
+ * back by acting as its owner: the page its fast paths pop from (which may
+ * hold only blocks other threads freed), and the empty page it keeps per size
+ * class. The scavenger may do that while the owner provably runs none of its
+ * lock-free paths:
+ *   1. take the owner's lock (try only): the owner is in no locked slow path
+ *      and cannot enter one;
+ *   2. revoke: set `revoked`, point every direct slot at page_empty and set
+ *      every segment's thread_id to THREAD_ID_QUIESCED. From now on the owner's
+ *      malloc falls to the slow path (and waits for the lock), its free takes
+ *      the remote path (one CAS, safe at any time);
+ *   3. membarrier(): every running thread executes a full barrier, so an owner
+ *      that set tls.busy before step 2 has that store visible now, and one
+ *      that sets it after sees step 2's stores;
+ *   4. read the owner's tls.busy: 1 means it is inside a lock-free path that
+ *      began before step 2 — undo and retry at a later pass. 0 means no such
+ *      path is running and none can start: the heap is ours;
+ *   5. collect every page and free the empty ones (heap_collect_pages);
+ *   6. restore the thread ids and the direct slots (release), clear
+ *      `revoked`, unlock.
+ * Without membarrier (old kernels), step 3 is impossible: the scavenger then
+ * only takes pages the owner's fast paths cannot reach (steps 1 and
+ * heap_steal_free_pages), and each sleeping thread keeps at most one page per
+ * size class.
+ */
+static bool quiesce_ready; /* under pass_lock, like everything the scavenger owns */
+static bool quiesce_tried;
+
+static void heap_quiesce_init(void)
+{
+    if (!quiesce_tried) {
+        quiesce_tried = true;
+        quiesce_ready = os_membarrier_register();
+    }
+}
+
+static void heap_unquiesce(heap_t *h)
+{
+    for (segment_t *seg = h->segments; seg; seg = seg->next)
+        atomic_store_explicit(&seg->thread_id, h->thread_id, memory_order_release);
+    for (unsigned cls = 0; cls < CLASS_COUNT; cls++)
+        heap_direct_update(h, cls);
+    atomic_store_explicit(&h->revoked, 0, memory_order_release);
+}
+
+/* Steps 2-4, with h->lock held. */
+static bool heap_quiesce(heap_t *h)
+{
+    heap_quiesce_init();
+    if (!quiesce_ready || h->busy == NULL)
+        return false;
+    atomic_store_explicit(&h->revoked, 1, memory_order_relaxed);
+    for (size_t i = 0; i < DIRECT_SLOTS; i++)
+        atomic_store_explicit(&h->direct[i], &page_empty, memory_order_relaxed);
+    for (segment_t *seg = h->segments; seg; seg = seg->next)
+        atomic_store_explicit(&seg->thread_id, THREAD_ID_QUIESCED, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    os_membarrier();
+    if (atomic_load_explicit(h->busy, memory_order_acquire)) {
+        heap_unquiesce(h);
+        return false;
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------------------
+ * The scavenger's visit to live heaps (purge.c, pass step 5). A heap whose
+ * owner has taken no slow path for `idle_ms` and that received remote frees or
+ * kept an empty page gives back what it can: everything, when it can be
+ * quiesced; else the pages its fast paths cannot reach.
+ * ------------------------------------------------------------------------- */
 void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
 {
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h; h = h->all_next) {
         if (!h->in_use)
             continue;
-        if (!atomic_exchange(&h->remote_pending, 0) && !force)
+        int remote = atomic_exchange(&h->remote_pending, 0);
+        int retained = atomic_exchange(&h->retained_pending, 0);
+        if (!remote && !retained && !force)
             continue;
-        uint64_t last = atomic_load_explicit(&h->last_slow_ms, memory_order_relaxed);
-        bool idle = force || now_ms - last >= idle_ms;
+        uint64_t count = atomic_load_explicit(&h->slow_count, memory_order_relaxed);
+        if (count != h->scav_seen_count) {
+            h->scav_seen_count = count;
+            h->scav_seen_ms = now_ms;
+        }
+        bool idle = force || now_ms - h->scav_seen_ms >= idle_ms;
+        bool done = false;
         if (idle && lock_try_acquire(&h->lock)) {
-            heap_steal_free_pages(h);
+            if (heap_quiesce(h)) {
+                heap_collect_pages(h, true);
+                heap_unquiesce(h);
+                done = true;
+            } else {
+                heap_steal_free_pages(h);
+                done = !quiesce_ready; /* without membarrier, this is all we can do */
+            }
             lock_release(&h->lock);
-        } else {
-            atomic_store(&h->remote_pending, 1); /* busy: look again next pass */
+        }
+        if (!done) { /* look again at a later pass */
+            if (remote)
+                atomic_store(&h->remote_pending, 1);
+            if (retained)
+                atomic_store(&h->retained_pending, 1);
         }
     }
     lock_release(&heap_pool_lock);
@@ -204,7 +302,7 @@ bool heap_scavenge_pending(void)
     bool pending = false;
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h && !pending; h = h->all_next)
-        pending = h->in_use && atomic_load(&h->remote_pending);
+        pending = h->in_use && (atomic_load(&h->remote_pending) || atomic_load(&h->retained_pending));
     lock_release(&heap_pool_lock);
     return pending;
 }
@@ -246,7 +344,7 @@ static void fork_child(void)
     for (heap_t *h = heap_all; h; h = h->all_next)
         lock_release(&h->lock);
     for (heap_t *h = heap_all; h; h = h->all_next) {
-        if (h->in_use && h != tls_heap) {
+        if (h->in_use && h != tls.heap) {
             segment_abandon_all(h);
             heap_reset(h, 0);
             heap_pool_put_locked(h);

@@ -162,12 +162,9 @@ typedef struct page_s {
     /* Owner-only. The free list: malloc pops from it, the owner's free pushes
      * on it. */
     block_t *free;
-    /* Written by the owner only; read by the scavenger (purge.c) to find pages
-     * whose every block came back through xthread_free, hence atomic, always
-     * with relaxed order (plain loads and stores). Blocks handed out and not
-     * yet returned to `free` (directly, or collected from `xthread_free`).
-     * 0 means the page is empty. */
-    _Atomic(uint32_t) used;
+    /* Owner-only. Blocks handed out and not yet returned to `free` (directly,
+     * or collected from `xthread_free`). 0 means the page is empty. */
+    uint32_t used;
     /* Owner-only. Blocks carved so far / blocks the page can hold. */
     uint32_t capacity;
     uint32_t reserved;
@@ -259,7 +256,10 @@ typedef struct page_queue_s {
 typedef struct heap_s {
     /* The malloc fast path: direct[(size + 15) / 16] is the page to pop from
      * for that size (the first page of its class queue), or the empty page. */
-    page_t *direct[DIRECT_SLOTS];
+    /* Written by the owner, and by the scavenger while it has the heap
+     * quiesced (release); the fast path reads it with acquire (a plain load on
+     * x86-64) so that it sees the pages as the scavenger left them. */
+    _Atomic(page_t *) direct[DIRECT_SLOTS];
     /* Pages with (possibly) free blocks, per size class, most useful first. */
     page_queue_t queues[CLASS_COUNT];
     /* Pages found with no free block; they come back when a block is freed. */
@@ -273,9 +273,20 @@ typedef struct heap_s {
      * xthread_free list; the scavenger exchanges it to 0 and looks for pages
      * whose blocks all came back while the owner was idle (purge.c). */
     atomic_int remote_pending;
-    /* Owner (relaxed store in slow paths), read by the scavenger: when the
-     * owner last took a slow path, in ms. */
-    _Atomic(uint64_t) last_slow_ms;
+    /* Owner (relaxed store), read by the scavenger: slow paths taken so far.
+     * The scavenger's own record (under pass_lock): the count it last saw and
+     * since when; a heap whose count has not moved for the purge delay is idle. */
+    _Atomic(uint64_t) slow_count;
+    uint64_t scav_seen_count;
+    uint64_t scav_seen_ms;
+    /* Any thread: the owner kept an empty page for reuse (page.c); the
+     * scavenger takes it back when the owner stays idle. */
+    atomic_int retained_pending;
+    /* Under `lock`: the owner's tls.busy (set by the owner at heap creation,
+     * NULL once it exited); 1 while the scavenger has the heap quiesced, when
+     * the owner's lock-free paths must not touch the heap (heap.c). */
+    atomic_uchar *busy;
+    atomic_int revoked;
     /* Segments this heap owns. */
     segment_t *segments;
     size_t segment_count;
@@ -337,15 +348,9 @@ static inline segment_t *page_segment(const page_t *page)
     return (segment_t *)((uintptr_t)page & ~(uintptr_t)SEGMENT_MASK);
 }
 
-static inline uint32_t page_used(const page_t *page)
-{
-    return atomic_load_explicit(&page->used, memory_order_relaxed);
-}
-
-static inline void page_used_set(page_t *page, uint32_t used)
-{
-    atomic_store_explicit(&page->used, used, memory_order_relaxed);
-}
+/* segment_t.thread_id while the scavenger has the owner's heap quiesced: no
+ * thread has this id, so every free takes the remote path. */
+#define THREAD_ID_QUIESCED ((uintptr_t)1)
 
 /* The calling thread's id: its thread pointer, unique among live threads. */
 static inline uintptr_t thread_id_self(void)
@@ -391,6 +396,11 @@ void os_write_stderr(const char *s, size_t len);
 /* Read up to cap bytes of a file; returns the count (0 on any error). */
 size_t os_read_file(const char *path, char *buf, size_t cap);
 unsigned long os_purge_calls(void);
+/* Asymmetric fences: after os_membarrier() returns, every other running
+ * thread of the process has executed a full memory barrier. The register
+ * call must succeed first (Linux >= 4.14). */
+bool os_membarrier_register(void);
+void os_membarrier(void);
 /* Counters (relaxed atomics; exact when quiescent). */
 size_t os_mapped_bytes(void);
 /* Tests: see tests/test_oom.c. */
@@ -515,7 +525,31 @@ void heap_direct_update(heap_t *heap, unsigned cls);
  * ------------------------------------------------------------------------- */
 extern heap_t heap_empty;
 extern page_t page_empty;
-extern __thread heap_t *tls_heap __attribute__((tls_model("initial-exec")));
+
+/* 1 while this thread runs a path that touches its heap without holding the
+ * heap's lock (the fast paths, and the lock-free start of the slow paths).
+ * The scavenger reads it, through heap_t.busy, to know that the owner is not
+ * in the middle of one (heap.c, "quiescing an idle heap"). The compiler
+ * barriers keep the heap accesses between the two stores; the hardware order
+ * is enforced from the scavenger's side by membarrier(). */
+typedef struct tls_s {
+    heap_t *heap;     /* this thread's heap, or &heap_empty */
+    atomic_uchar busy;
+} tls_t;
+/* One TLS block, so the fast paths find both fields from one address. */
+extern __thread tls_t tls __attribute__((tls_model("initial-exec")));
+
+static inline void busy_enter(void)
+{
+    atomic_store_explicit(&tls.busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void busy_leave(void)
+{
+    /* Release: the scavenger that reads 0 sees everything done before. */
+    atomic_store_explicit(&tls.busy, 0, memory_order_release);
+}
 /* The calling thread's heap, created (and the process initialized) on first
  * use. NULL only if no memory could be obtained for the heap itself. */
 heap_t *heap_get_or_create(void);

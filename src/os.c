@@ -9,7 +9,9 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -81,6 +83,21 @@ void os_sleep_ms(long ms)
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+bool os_membarrier_register(void)
+{
+    int saved = errno;
+    bool ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    errno = saved;
+    return ok;
+}
+
+void os_membarrier(void)
+{
+    int saved = errno;
+    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    errno = saved;
 }
 
 unsigned long os_purge_calls(void)

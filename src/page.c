@@ -87,7 +87,7 @@ void heap_direct_update(heap_t *heap, unsigned cls)
     page_t *page = heap->queues[cls].first ? heap->queues[cls].first : &page_empty;
     size_t lo = cls == 0 ? 0 : class_block_size[cls - 1] / 16 + 1;
     for (size_t w = lo; w <= size / 16; w++)
-        heap->direct[w] = page;
+        atomic_store_explicit(&heap->direct[w], page, memory_order_release);
 }
 
 /* ---------------------------------------------------------------------------
@@ -128,7 +128,7 @@ static void page_collect(page_t *page)
             }
             tail->next = page->free;
             page->free = list;
-            page_used_set(page, page_used(page) - count);
+            page->used -= count;
         }
     }
 }
@@ -190,7 +190,7 @@ static page_t *page_new_small(heap_t *heap, unsigned cls)
     page->block_size = class_block_size[cls];
     page->reserved = (uint32_t)(slices * SLICE_SIZE / page->block_size);
     page->capacity = 0;
-    page_used_set(page, 0);
+    page->used = 0;
     page->free = NULL;
     page->in_full = 0;
     atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
@@ -203,7 +203,7 @@ void page_init_large(heap_t *heap, page_t *page, size_t slices, bool zero)
     page->kind = PAGE_LARGE;
     page->block_size = (uint32_t)(slices * SLICE_SIZE);
     page->reserved = page->capacity = 1;
-    page_used_set(page, 1);
+    page->used = 1;
     page->is_zero = zero;
     atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
 }
@@ -229,7 +229,7 @@ static inline void *page_pop(page_t *page)
 {
     block_t *block = page->free;
     page->free = block->next;
-    page_used_set(page, page_used(page) + 1);
+    page->used++;
     return block;
 }
 
@@ -243,22 +243,35 @@ static void *page_refill_first(heap_t *heap, unsigned cls)
     page_t *page = heap->queues[cls].first;
     if (page == NULL)
         return NULL;
+    if (page->free)
+        return page_pop(page);
     page_collect(page);
     if (page->capacity < page->reserved)
         page_extend(page);
     return page->free ? page_pop(page) : NULL;
 }
 
+static inline void heap_note_slow(heap_t *heap)
+{
+    uint64_t n = atomic_load_explicit(&heap->slow_count, memory_order_relaxed);
+    atomic_store_explicit(&heap->slow_count, n + 1, memory_order_relaxed);
+}
+
 void *page_alloc_slow(heap_t *heap, unsigned cls)
 {
-    if (!atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed)) {
+    heap_note_slow(heap);
+    busy_enter();
+    if (!atomic_load_explicit(&heap->revoked, memory_order_relaxed) &&
+        !atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed)) {
         void *block = page_refill_first(heap, cls);
-        if (block)
+        if (block) {
+            busy_leave();
             return block;
+        }
     }
+    busy_leave();
 
     lock_acquire(&heap->lock);
-    atomic_store_explicit(&heap->last_slow_ms, os_now_ms(), memory_order_relaxed);
     if (atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed))
         heap_unfull_pending(heap);
     page_queue_t *q = &heap->queues[cls];
@@ -297,18 +310,30 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
     return block;
 }
 
+/* Called from the free fast path inside its busy window (heap.c explains
+ * why the window must cover this too); ends it. */
 void page_free_local_slow(heap_t *heap, page_t *page)
 {
-    if (page_used(page) == 0 && page->kind == PAGE_SMALL && !page->in_full &&
+    heap_note_slow(heap);
+    if (page->used == 0 && page->kind == PAGE_SMALL && !page->in_full &&
         page->slice_count == 1 && heap->queues[page->class_idx].first == page &&
-        page->next == NULL)
-        return; /* the only page of its class: keep it for the next malloc */
+        page->next == NULL) {
+        /* The only page of its class: keep it for the next malloc, and let the
+         * scavenger take it back if this thread goes idle. */
+        if (!atomic_load_explicit(&heap->retained_pending, memory_order_relaxed)) {
+            atomic_store(&heap->retained_pending, 1);
+            purge_wake();
+        }
+        busy_leave();
+        return;
+    }
     lock_acquire(&heap->lock);
-    if (page_used(page) == 0)
+    if (page->used == 0)
         page_free(heap, page);
     else if (page->in_full)
         page_unfull(heap, page);
     lock_release(&heap->lock);
+    busy_leave();
     purge_poll();
 }
 
@@ -353,18 +378,22 @@ static uint32_t xthread_count(block_t *list)
     return n;
 }
 
-/* Scavenger: steal `page` if every block it handed out is on xthread_free. */
+/* Scavenger, without quiescing: steal a page of the full list if every one of
+ * its blocks is on xthread_free. A page enters the full list with all its
+ * blocks handed out (used == reserved) and leaves it, under the lock, as soon
+ * as the owner frees one of them; so a list of `reserved` blocks means all are
+ * free, and the owner's lock-free paths cannot touch the page. */
 static void page_steal_if_free(heap_t *heap, page_t *page)
 {
     uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
     uint32_t remote = xthread_count((block_t *)(x & ~XTHREAD_IN_FULL));
-    if (remote != page_used(page))
+    if (remote != page->reserved)
         return;
     /* Take the list; a push since the load means a block came back twice. */
     if (!atomic_compare_exchange_strong_explicit(&page->xthread_free, &x, 0, memory_order_acquire,
                                                  memory_order_relaxed))
         return;
-    page_used_set(page, 0);
+    page->used = 0;
     page_free(heap, page);
 }
 
@@ -375,14 +404,6 @@ void heap_steal_free_pages(heap_t *heap)
         next = page->next;
         page_steal_if_free(heap, page);
     }
-    /* Not the first page of a queue: that one the owner's fast paths reach. */
-    for (unsigned cls = 0; cls < CLASS_COUNT; cls++) {
-        page_t *first = heap->queues[cls].first;
-        for (page_t *page = first ? first->next : NULL; page; page = next) {
-            next = page->next;
-            page_steal_if_free(heap, page);
-        }
-    }
 }
 
 void page_collect_abandoned(page_t *page)
@@ -390,7 +411,7 @@ void page_collect_abandoned(page_t *page)
     page_collect(page); /* the exchange also clears XTHREAD_IN_FULL */
     atomic_fetch_and_explicit(&page->xthread_free, ~XTHREAD_IN_FULL, memory_order_relaxed);
     page->in_full = 0;
-    if (page_used(page) == 0)
+    if (page->used == 0)
         segment_free_run(page);
 }
 
@@ -409,7 +430,7 @@ void heap_collect_pages(heap_t *heap, bool force)
         for (page_t *page = heap->queues[cls].first; page; page = next) {
             next = page->next;
             page_collect(page);
-            if (page_used(page) == 0 && (force || page != heap->queues[cls].first || next))
+            if (page->used == 0 && (force || page != heap->queues[cls].first || next))
                 page_free(heap, page);
         }
     }
@@ -423,7 +444,7 @@ void page_adopt(heap_t *heap, page_t *page)
     page->next = page->prev = NULL;
     page_collect(page);
     atomic_fetch_and_explicit(&page->xthread_free, ~XTHREAD_IN_FULL, memory_order_relaxed);
-    if (page_used(page) == 0) {
+    if (page->used == 0) {
         segment_free_run(page);
         return;
     }

@@ -292,7 +292,7 @@ void segment_free_run(page_t *page)
         seg->pages[idx + i].slice_offset = 0;
     page->free = NULL;
     page->capacity = page->reserved = page->block_size = 0;
-    page_used_set(page, 0);
+    page->used = 0;
     page->kind = PAGE_FREE;
     page->class_idx = 0;
     page->slice_count = 0;
