@@ -106,6 +106,30 @@
 #define RECLAIM_MAX_PER_REQUEST 8
 
 /* ---------------------------------------------------------------------------
+ * What ebb keeps after the program freed it, and for how long. Every free
+ * byte is in one of these places; each has a bound (tests/test_purge.c checks
+ * them against the process's real RSS).
+ *   1. Free slices of a segment (free pages, freed large blocks): purged
+ *      between one and two purge delays (EBB_PURGE_DELAY) after the free,
+ *      whichever thread freed and whether or not it ever runs again.
+ *   2. One empty page per size class that a thread keeps for its next malloc
+ *      (single-slice classes only, so <= 64 KiB each, resident only as far as
+ *      it was carved): taken back and purged once the thread has taken no
+ *      slow path for a purge delay (heap.c, quiescing).
+ *   3. Blocks other threads freed into a thread's pages: collected by the
+ *      owner, or by the scavenger once the owner is idle (as 2) or gone
+ *      (abandoned segments); their pages then follow 1.
+ *   4. Each live thread's last segment stays mapped even when empty; its free
+ *      slices follow 1, so it keeps only its header (two OS pages) resident.
+ *   5. The segment cache: <= SEGMENT_CACHE_MAX free segments, their slices
+ *      following 1, unmapped after EBB_UNMAP_DELAY except SEGMENT_STANDBY.
+ *   6. The huge cache: <= HUGE_CACHE_MAX mappings and HUGE_CACHE_MAX_BYTES,
+ *      purged after one purge delay, unmapped after EBB_UNMAP_DELAY.
+ * So an idle process holds, beyond its live blocks, at most: page headers,
+ * SEGMENT_STANDBY header pages, and nothing else once EBB_UNMAP_DELAY passed.
+ * ------------------------------------------------------------------------- */
+
+/* ---------------------------------------------------------------------------
  * A tiny lock for slow paths (no pthread dependency: usable before and during
  * initialization, and trivially reset in a forked child).
  * ------------------------------------------------------------------------- */
