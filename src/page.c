@@ -85,6 +85,8 @@ void heap_direct_update(heap_t *heap, unsigned cls)
     if (size > DIRECT_MAX)
         return;
     page_t *page = heap->queues[cls].first ? heap->queues[cls].first : &page_empty;
+    if (heap->direct[size / 16] == page)
+        return; /* the class's slots always change together */
     size_t lo = cls == 0 ? 0 : class_block_size[cls - 1] / 16 + 1;
     for (size_t w = lo; w <= size / 16; w++)
         heap->direct[w] = page;
@@ -151,7 +153,10 @@ static bool page_to_full(heap_t *heap, page_t *page)
     return true;
 }
 
-/* Owner: bring a page back from the full list to the front of its queue. */
+/* Owner: bring a page back from the full list to the back of its queue: it
+ * has few free blocks, and the pages in front should serve first (putting it
+ * in front makes a page that flips between full and not full on every
+ * malloc/free pair, each flip a trip through the slow path). */
 static void page_unfull(heap_t *heap, page_t *page)
 {
     queue_remove(&heap->full, page);
@@ -159,7 +164,7 @@ static void page_unfull(heap_t *heap, page_t *page)
     page_collect(page); /* the exchange clears XTHREAD_IN_FULL */
     if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & XTHREAD_IN_FULL)
         atomic_fetch_and_explicit(&page->xthread_free, ~XTHREAD_IN_FULL, memory_order_relaxed);
-    queue_push_front(&heap->queues[page->class_idx], page);
+    queue_push_back(&heap->queues[page->class_idx], page);
     heap_direct_update(heap, page->class_idx);
 }
 
