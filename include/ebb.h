@@ -54,8 +54,10 @@ EBB_API void ebb_free(void *p);
  * OS has just mapped is known to be zero and is not cleared again. */
 EBB_API EBB_MALLOC_ATTR void *ebb_calloc(size_t n, size_t size);
 
-/* realloc(p, size): resizes, in place when the block's usable size allows (and,
- * for huge blocks, by remapping pages instead of copying).
+/* realloc(p, size): resizes in place when the new size fits the block and is
+ * at least half of its usable size (a much smaller size moves to a smaller
+ * block, so the memory can be reused); huge blocks grow and shrink by
+ * remapping pages, never by copying.
  *   realloc(NULL, size) is malloc(size).
  *   realloc(p, 0) frees p and returns NULL, as glibc does; that is not a failure
  *   and errno is left unchanged.

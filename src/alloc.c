@@ -90,7 +90,10 @@ static void *alloc_large(heap_t *heap, size_t size, size_t alignment, bool zero)
 /* Any size, any power-of-two alignment (<= MIN_ALIGN means none). Sets errno. */
 static void *alloc_generic(size_t size, size_t alignment, bool zero)
 {
-    if (ebb_unlikely(size > PTRDIFF_MAX)) {
+    /* Whatever the layout, size + alignment must stay addressable: checking
+     * here fails impossible requests before any OS call. */
+    if (ebb_unlikely(size > PTRDIFF_MAX || alignment > PTRDIFF_MAX / 2 ||
+                     size + alignment > PTRDIFF_MAX)) {
         errno = ENOMEM;
         return NULL;
     }

@@ -124,9 +124,7 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
     atomic_store(&heap->remote_pending, 0);
     atomic_store(&heap->retained_pending, 0);
     atomic_store(&heap->revoked, 0);
-    atomic_store(&heap->slow_count, 0);
-    heap->scav_seen_count = 0;
-    heap->scav_seen_ms = 0;
+    /* slow_count only grows, and scav_seen_* belong to the scavenger. */
 }
 
 heap_t *heap_get_or_create(void)

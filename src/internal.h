@@ -602,4 +602,20 @@ bool huge_cache_pending(void);
 void huge_fork_lock(void);
 void huge_fork_unlock(void);
 
+/* ---------------------------------------------------------------------------
+ * stats.c — what ebb holds (glibc's reporting calls; ebb_stats_get later)
+ * ------------------------------------------------------------------------- */
+typedef struct ebb_glibc_stats_s {
+    size_t segments;      /* normal segments mapped */
+    size_t segment_bytes; /* their address space */
+    size_t live_bytes;    /* in live small and large blocks (size-class rounded) */
+    size_t huge_count;    /* live huge blocks */
+    size_t huge_bytes;    /* their mappings */
+    size_t mapped_bytes;  /* everything mapped, caches included */
+} ebb_glibc_stats_t;
+void stats_collect(ebb_glibc_stats_t *out);
+/* Walk every segment (under segments_lock). */
+void segment_walk_live(size_t *segments, size_t *segment_bytes, size_t *live_bytes);
+void huge_live(size_t *count, size_t *bytes);
+
 #endif /* EBB_INTERNAL_H */

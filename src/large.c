@@ -45,6 +45,25 @@ static void huge_layout(size_t alignment, size_t *offset, size_t *map_align, siz
 }
 
 static lock_t huge_lock = LOCK_INIT; /* the cache */
+static atomic_size_t huge_live_count; /* live huge blocks (not cached) */
+static atomic_size_t huge_live_bytes;
+
+void huge_live(size_t *count, size_t *bytes)
+{
+    *count = atomic_load_explicit(&huge_live_count, memory_order_relaxed);
+    *bytes = atomic_load_explicit(&huge_live_bytes, memory_order_relaxed);
+}
+
+static void huge_count_live(segment_t *seg, bool add)
+{
+    if (add) {
+        atomic_fetch_add_explicit(&huge_live_count, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&huge_live_bytes, seg->map_size, memory_order_relaxed);
+    } else {
+        atomic_fetch_sub_explicit(&huge_live_count, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&huge_live_bytes, seg->map_size, memory_order_relaxed);
+    }
+}
 static segment_t *huge_cache[HUGE_CACHE_MAX]; /* oldest first */
 static size_t huge_count;
 static size_t huge_bytes;
@@ -116,6 +135,7 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
     if (seg) {
         seg->alignment = alignment;
         segment_map_set(seg, true);
+        huge_count_live(seg, true);
         return (uint8_t *)seg + offset;
     }
     *zero = true;
@@ -129,11 +149,13 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
     seg->block_offset = offset;
     seg->alignment = alignment;
     segment_map_set(seg, true);
+    huge_count_live(seg, true);
     return (uint8_t *)seg + offset;
 }
 
 void huge_free(segment_t *seg)
 {
+    huge_count_live(seg, false);
     segment_map_set(seg, false);
     size_t size = seg->map_size;
     if (size > HUGE_CACHE_MAX_BYTES / 2) {
@@ -224,10 +246,12 @@ void *huge_realloc(segment_t *seg, void *p, size_t size)
     if (new_total < old_total) {
         if (!os_remap_inplace(seg, old_total, new_total))
             return NULL;
+        atomic_fetch_sub_explicit(&huge_live_bytes, old_total - new_total, memory_order_relaxed);
         seg->map_size = new_total;
         return p;
     }
     if (os_remap_inplace(seg, old_total, new_total)) {
+        atomic_fetch_add_explicit(&huge_live_bytes, new_total - old_total, memory_order_relaxed);
         seg->map_size = new_total;
         return p;
     }
@@ -244,6 +268,7 @@ void *huge_realloc(segment_t *seg, void *p, size_t size)
     }
     seg = target;
     seg->map_size = new_total;
+    atomic_fetch_add_explicit(&huge_live_bytes, new_total - old_total, memory_order_relaxed);
     segment_map_set(seg, true);
     return (uint8_t *)seg + offset;
 }

@@ -266,7 +266,8 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
 {
     heap_note_slow(heap);
     busy_enter();
-    if (!atomic_load_explicit(&heap->revoked, memory_order_relaxed) &&
+    /* Acquire: after a quiesce (heap.c), see the pages as the scavenger left them. */
+    if (!atomic_load_explicit(&heap->revoked, memory_order_acquire) &&
         !atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed)) {
         void *block = page_refill_first(heap, cls);
         if (block) {

@@ -283,6 +283,25 @@ static page_t *segment_run_init(segment_t *seg, size_t idx, size_t count)
     return page;
 }
 
+/* Mark a run dirty (or purge it now) and set its free bits: the purge
+ * protocol's steps 1, 3 and 2 (purge.c). After this the caller must not touch
+ * the segment: its owner may release and unmap it. */
+static void segment_release_run(segment_t *seg, size_t idx, size_t count)
+{
+    uint64_t mask = run_mask(idx, count);
+    long delay = option_get(OPT_PURGE_DELAY);
+    if (delay == 0) {
+        /* Purge at once: the run is still ours until its free bits are set. */
+        if (os_purge((uint8_t *)seg + idx * SLICE_SIZE, count * SLICE_SIZE))
+            atomic_fetch_or_explicit(&seg->fresh_slices, mask, memory_order_relaxed);
+    } else if (delay > 0) {
+        atomic_fetch_or(&seg->dirty_slices, mask); /* seq_cst: pairs with the pass */
+        purge_segment_dirty(seg);
+    }
+    atomic_fetch_or_explicit(&seg->free_slices, mask, memory_order_release);
+}
+
+/* The owner frees a run: reset its descriptors, then release it. */
 void segment_free_run(page_t *page)
 {
     segment_t *seg = page_segment(page);
@@ -301,20 +320,18 @@ void segment_free_run(page_t *page)
     page->next = page->prev = NULL;
     atomic_store_explicit(&page->xthread_free, 0, memory_order_relaxed);
     atomic_store_explicit(&page->heap, NULL, memory_order_relaxed);
-    uint64_t mask = run_mask(idx, count);
-    long delay = option_get(OPT_PURGE_DELAY);
-    if (delay == 0) {
-        /* Purge at once: the run is still ours until its free bits are set. */
-        if (os_purge((uint8_t *)seg + idx * SLICE_SIZE, count * SLICE_SIZE))
-            atomic_fetch_or_explicit(&seg->fresh_slices, mask, memory_order_relaxed);
-    } else if (delay > 0) {
-        /* Purge protocol steps 1 and 3 (purge.c), before step 2 below: once the
-         * free bits are set the segment may be released and unmapped by its
-         * owner, and this thread must not touch it again. */
-        atomic_fetch_or(&seg->dirty_slices, mask); /* seq_cst: pairs with the pass */
-        purge_segment_dirty(seg);
-    }
-    atomic_fetch_or_explicit(&seg->free_slices, mask, memory_order_release);
+    segment_release_run(seg, idx, count);
+}
+
+/* A thread that does not own the segment frees a large page. It must not
+ * write the descriptors (the owner, or a thread reclaiming the segment, may
+ * be reading them): the run's descriptors keep their stale values, which no
+ * one reads while the slices are free (every walk checks free_slices first,
+ * and a claim rewrites them). */
+static void segment_free_large_run_remote(page_t *page)
+{
+    segment_t *seg = page_segment(page);
+    segment_release_run(seg, (size_t)(page - seg->pages), page->slice_count);
 }
 
 void segment_maybe_release(heap_t *heap, segment_t *seg)
@@ -405,9 +422,10 @@ void segment_abandoned_collect(bool force)
         lock_release(&abandoned_lock);
         if (seg == NULL)
             break;
+        uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
         for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
             page_t *page = &seg->pages[i];
-            if (page->slice_offset == 0 && page->kind == PAGE_SMALL)
+            if (!((free_mask >> i) & 1) && page->slice_offset == 0 && page->kind == PAGE_SMALL)
                 page_collect_abandoned(page);
         }
         lock_acquire(&abandoned_lock);
@@ -447,9 +465,10 @@ static segment_t *segment_reclaim(heap_t *heap)
     lock_release(&abandoned_lock);
     if (seg == NULL)
         return NULL;
+    uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
     for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
         page_t *page = &seg->pages[i];
-        if (page->slice_offset == 0 && page->kind == PAGE_SMALL)
+        if (!((free_mask >> i) & 1) && page->slice_offset == 0 && page->kind == PAGE_SMALL)
             page_adopt(heap, page);
     }
     return seg;
@@ -460,14 +479,14 @@ void segment_free_large_remote(segment_t *seg, page_t *page)
 {
     if (atomic_load_explicit(&seg->thread_id, memory_order_acquire) != 0) {
         /* Owned by a live thread: the OR is our last access. */
-        segment_free_run(page);
+        segment_free_large_run_remote(page);
         return;
     }
     /* Abandoned (or being reclaimed, or cached: it cannot be cached, the page
      * is live). Under the lock the segment cannot be reclaimed and released
      * behind our back. */
     lock_acquire(&abandoned_lock);
-    segment_free_run(page);
+    segment_free_large_run_remote(page);
     bool release = false;
     if (seg->in_abandoned &&
         atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL) {
@@ -545,6 +564,33 @@ bool segment_purge(segment_t *seg, bool force)
     dirty = atomic_load(&seg->dirty_slices);
     atomic_store_explicit(&seg->dirty_old, dirty, memory_order_relaxed);
     return dirty != 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * The walk (stats.c). Descriptors are read without the owners' help: the
+ * result is exact only when other threads are quiescent.
+ * ------------------------------------------------------------------------- */
+void segment_walk_live(size_t *segments, size_t *segment_bytes, size_t *live_bytes)
+{
+    size_t n = 0, live = 0;
+    lock_acquire(&segments_lock);
+    for (segment_t *seg = all_segments; seg; seg = seg->all_next) {
+        n++;
+        uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
+        for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
+            page_t *page = &seg->pages[i];
+            if ((free_mask >> i) & 1 || page->slice_offset != 0)
+                continue;
+            if (page->kind == PAGE_SMALL)
+                live += (size_t)page->used * page->block_size;
+            else if (page->kind == PAGE_LARGE)
+                live += page->block_size;
+        }
+    }
+    lock_release(&segments_lock);
+    *segments = n;
+    *segment_bytes = n * SEGMENT_SIZE;
+    *live_bytes = live;
 }
 
 /* ---------------------------------------------------------------------------

@@ -1,0 +1,193 @@
+/*
+ * check.h — the tiny test framework shared by every C test of ebb.
+ *
+ *   CHECK(cond, fmt, ...)    record a failure (with a message that says what was
+ *                            expected and what happened) and carry on
+ *   REQUIRE(cond, fmt, ...)  the same, then return from the current case
+ *                            (for failures that make the rest meaningless)
+ *   RUN_CASE(fn)             run one case: `static void fn(void)`
+ *   check_finish()           print the summary; the value to return from main
+ *
+ * A case is named for the behaviour it checks. CHECK is thread-safe (worker
+ * threads may use it). At most CHECK_MAX_REPORTS failures are printed per case
+ * so a loop over 4096 sizes cannot flood the log; the count is still exact.
+ * Set CHECK_ONLY=name to run the cases whose name contains `name`.
+ *
+ * Also here: helpers the tests share (anonymous RSS, monotonic time, a barrier
+ * that keeps a result alive, byte patterns).
+ */
+#ifndef EBB_TEST_CHECK_H
+#define EBB_TEST_CHECK_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK_MAX_REPORTS 25
+
+static const char *check_case_name = "(setup)";
+static atomic_long check_case_failures;
+static int check_cases_run, check_cases_failed;
+
+__attribute__((format(printf, 4, 5), noinline, cold, unused))
+static void check_fail(const char *file, int line, const char *expr, const char *fmt, ...)
+{
+    long n = atomic_fetch_add(&check_case_failures, 1) + 1;
+    if (n > CHECK_MAX_REPORTS) {
+        if (n == CHECK_MAX_REPORTS + 1)
+            fprintf(stderr, "    [%s] ... further failures of this case not printed\n",
+                    check_case_name);
+        return;
+    }
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "    FAILED %s:%d [%s]\n      check: %s\n      %s\n", file, line,
+            check_case_name, expr, msg);
+    fflush(stderr);
+}
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (__builtin_expect(!(cond), 0))                                    \
+            check_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);              \
+    } while (0)
+
+#define REQUIRE(cond, ...)                                                   \
+    do {                                                                     \
+        if (__builtin_expect(!(cond), 0)) {                                  \
+            check_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);              \
+            return;                                                          \
+        }                                                                    \
+    } while (0)
+
+/* Monotonic time in seconds. */
+static inline double check_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef void (*check_case_fn)(void);
+
+static inline void check_run_case(const char *name, check_case_fn fn)
+{
+    const char *only = getenv("CHECK_ONLY");
+    if (only && *only && !strstr(name, only))
+        return;
+    check_case_name = name;
+    atomic_store(&check_case_failures, 0);
+    printf("[ RUN  ] %s\n", name);
+    fflush(stdout);
+    double t0 = check_now();
+    fn();
+    double dt = check_now() - t0;
+    long f = atomic_load(&check_case_failures);
+    check_cases_run++;
+    if (f) {
+        check_cases_failed++;
+        printf("[ FAIL ] %s (%ld failed check%s, %.2f s)\n", name, f, f == 1 ? "" : "s", dt);
+    } else {
+        printf("[  OK  ] %s (%.2f s)\n", name, dt);
+    }
+    fflush(stdout);
+    check_case_name = "(between cases)";
+}
+
+#define RUN_CASE(fn) check_run_case(#fn, fn)
+
+static inline int check_finish(void)
+{
+    printf("%d case%s, %d failed\n", check_cases_run, check_cases_run == 1 ? "" : "s",
+           check_cases_failed);
+    fflush(stdout);
+    return check_cases_failed ? 1 : 0;
+}
+
+/* Keep `p` (and what it points to) alive: the compiler must assume the asm
+ * reads the memory, so stores before it cannot be deleted. */
+static inline void check_keep(const void *p)
+{
+    __asm__ volatile("" : : "r"(p) : "memory");
+}
+
+/* Anonymous resident memory of this process in bytes: "Anonymous:" of
+ * /proc/self/smaps_rollup, or (older kernels) resident - shared of statm. */
+static inline long check_anon_rss(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    if (f) {
+        char line[256];
+        long kb = -1;
+        while (fgets(line, sizeof line, f)) {
+            if (sscanf(line, "Anonymous: %ld kB", &kb) == 1)
+                break;
+        }
+        fclose(f);
+        if (kb >= 0)
+            return kb * 1024;
+    }
+    f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return -1;
+    long size = 0, resident = 0, shared = 0;
+    int n = fscanf(f, "%ld %ld %ld", &size, &resident, &shared);
+    fclose(f);
+    if (n != 3)
+        return -1;
+    return (resident - shared) * sysconf(_SC_PAGESIZE);
+}
+
+#define MiB ((size_t)1 << 20)
+#define KiB ((size_t)1 << 10)
+
+static inline int check_is_pow2(size_t x)
+{
+    return x && !(x & (x - 1));
+}
+
+/* A byte pattern that depends on a seed (an address, a size, an index) and the
+ * position, so blocks that overlap or get mixed up show different bytes. */
+static inline uint8_t check_pattern(uintptr_t seed, size_t i)
+{
+    uint64_t x = (uint64_t)seed * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0x2545F4914F6CDD1Dull;
+    return (uint8_t)(x >> 56) ^ (uint8_t)i;
+}
+
+static inline void check_fill(void *p, size_t n, uintptr_t seed)
+{
+    uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        b[i] = check_pattern(seed, i);
+}
+
+/* Index of the first byte that differs from the pattern, or n if none. */
+static inline size_t check_verify(const void *p, size_t n, uintptr_t seed)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != check_pattern(seed, i))
+            return i;
+    return n;
+}
+
+/* Index of the first byte that is not `v`, or n if none. */
+static inline size_t check_all_bytes(const void *p, size_t n, uint8_t v)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != v)
+            return i;
+    return n;
+}
+
+#endif /* EBB_TEST_CHECK_H */

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# run_tests.sh — run ebb's test suite (called by `make test` after the build).
+#
+# Runs every test in turn (in order, one at a time: several measure RSS) with a
+# per-test timeout, prints one line per test:
+#     PASS  name  (1.23 s)        FAIL  name  (...)        SKIP  name  (reason)
+# shows the output of each failing test, and ends with the line
+#     N passed, N failed, N skipped
+# Exit status: 0 if nothing failed.
+#
+# A test program exits 0 (pass), 77 (skip: its last output line says why) or
+# anything else (fail). A program whose build failed has build/tests/<name>.fail
+# (the compiler output); one whose optional tool is missing has <name>.skip.
+#
+# Environment: TEST_BUILD (absolute build directory, default ./build),
+# TEST_ONLY (run only the tests whose name contains it).
+set -u
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUILD=${TEST_BUILD:-$ROOT/build}
+T=$BUILD/tests
+LOGS=$T/logs
+LIB=$BUILD/libebb.so
+mkdir -p "$LOGS"
+export TEST_BUILD=$BUILD TEST_LIB=$LIB TEST_ROOT=$ROOT
+
+passed=0 failed=0 skipped=0
+failed_names=()
+
+# Sanitizer reports (any one fails the test, whatever the exit status).
+SAN_PATTERN='ERROR: AddressSanitizer|ERROR: LeakSanitizer|WARNING: ThreadSanitizer|ThreadSanitizer: reported|runtime error:|UndefinedBehaviorSanitizer'
+
+# Print a failing test's output, without the "[ RUN  ]" / "[  OK  ]" lines of
+# the cases that passed (the full log stays in build/tests/logs/).
+show_log() {
+    local log=$1 lines
+    local shown=$LOGS/.shown
+    grep -Ev '^\[ (RUN  | OK  )\] ' "$log" >"$shown"
+    lines=$(wc -l <"$shown")
+    if [ "$lines" -gt 200 ]; then
+        echo "      ... ($((lines - 200)) earlier lines not shown)"
+        tail -n 200 "$shown" | sed 's/^/      | /'
+    else
+        sed 's/^/      | /' "$shown"
+    fi
+    echo "      (full output: $log)"
+}
+
+# run_test NAME TIMEOUT_S [VAR=value ...] -- COMMAND [ARGS...]
+# The first word of COMMAND, when it is a file under build/tests, is checked for
+# a .fail/.skip marker from the build.
+run_test() {
+    local name=$1 timeout_s=$2
+    shift 2
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    if [ -n "${TEST_ONLY:-}" ] && [[ $name != *"$TEST_ONLY"* ]]; then
+        return
+    fi
+    local prog=$1 log=$LOGS/$name.log
+    if [ -f "$prog.skip" ]; then
+        printf 'SKIP  %-28s (%s)\n' "$name" "$(tail -n 1 "$prog.skip")"
+        skipped=$((skipped + 1))
+        return
+    fi
+    if [ -f "$prog.fail" ]; then
+        printf 'FAIL  %-28s (did not build)\n' "$name"
+        show_log "$prog.fail"
+        failed=$((failed + 1)); failed_names+=("$name")
+        return
+    fi
+    local t0 t1 rc
+    t0=$(date +%s.%N)
+    # (The braces' 2>/dev/null silences bash's own "Segmentation fault" notice.)
+    { env "${envs[@]}" timeout -k 10 "$timeout_s" "$@" </dev/null >"$log" 2>&1; } 2>/dev/null
+    rc=$?
+    t1=$(date +%s.%N)
+    local dt
+    dt=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+    local why=""
+    if [ $rc -eq 77 ]; then
+        printf 'SKIP  %-28s (%s)\n' "$name" "$(grep -v '^$' "$log" | tail -n 1)"
+        skipped=$((skipped + 1))
+        return
+    fi
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        why="timed out after ${timeout_s} s"
+    elif [ $rc -ge 128 ]; then
+        why="killed by signal $((rc - 128))"
+    elif [ $rc -ne 0 ]; then
+        why="exit status $rc"
+    elif grep -Eq "$SAN_PATTERN" "$log"; then
+        why="sanitizer report"
+    fi
+    if [ -z "$why" ]; then
+        printf 'PASS  %-28s (%s s)\n' "$name" "$dt"
+        passed=$((passed + 1))
+    else
+        printf 'FAIL  %-28s (%s s, %s)\n' "$name" "$dt" "$why"
+        show_log "$log"
+        failed=$((failed + 1)); failed_names+=("$name")
+    fi
+}
+
+echo "ebb test suite: $LIB"
+suite_t0=$(date +%s)
+
+run_test exports 60 -- bash tests/test_exports.sh "$LIB"
+run_test api 300 -- "$T/test_api"
+run_test api_preloaded 300 LD_PRELOAD="$LIB" -- "$T/test_api"
+run_test threads 300 -- "$T/test_threads"
+run_test thread_churn 300 -- "$T/test_thread_churn"
+run_test fork 300 -- "$T/test_fork"
+run_test first_call 120 -- "$T/test_first_call"
+run_test oom 300 -- "$T/test_oom"
+run_test ctor_linked 60 -- "$T/test_ctor"
+run_test ctor_preloaded 60 LD_PRELOAD="$LIB" -- "$T/test_ctor_preload"
+run_test static_archive 120 -- "$T/test_static"
+run_test static_full 120 -- "$T/test_static_full"
+run_test threads_asan_ubsan 400 \
+    ASAN_OPTIONS=abort_on_error=0:halt_on_error=1:detect_leaks=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    -- "$T/test_threads_asan"
+run_test threads_tsan 400 \
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    -- "$T/test_threads_tsan"
+run_test programs_preload_loaded 60 -- bash tests/test_programs.sh loaded
+run_test programs_python 300 -- bash tests/test_programs.sh python
+run_test programs_gcc 300 -- bash tests/test_programs.sh gcc
+run_test programs_git 300 -- bash tests/test_programs.sh git
+run_test programs_sort 300 -- bash tests/test_programs.sh sort
+
+suite_t1=$(date +%s)
+echo "suite time: $((suite_t1 - suite_t0)) s"
+if [ $failed -gt 0 ]; then
+    echo "failed: ${failed_names[*]}"
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]

@@ -1,0 +1,309 @@
+/*
+ * test_fork.c — fork() while other threads are inside malloc and free.
+ *
+ * Each child checks and frees blocks the parent allocated before the fork,
+ * allocates and frees, starts 4 threads that allocate and free, joins them and
+ * exits 0. The parent waits with a timeout, so a lock left held across fork
+ * (a deadlock in the child) fails the test instead of hanging it.
+ */
+#include "check.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#define FORKS 100
+#define CHILD_TIMEOUT_S 10.0
+
+static uint64_t xs(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static size_t mixed_size(uint64_t *s)
+{
+    uint64_t x = xs(s);
+    switch (x % 64) {
+    case 0: return 3 * MiB + x % 4096;      /* huge */
+    case 1: case 2: return 200 * KiB + x % 65536; /* large */
+    default: return (x >> 8) % 2048;         /* small */
+    }
+}
+
+/* Allocate/free loop over `slots` blocks with patterns; returns the number of
+ * problems (NULL results, broken patterns). Used by every thread here. */
+#define LOOP_SLOTS 64
+struct loop_state {
+    void *p[LOOP_SLOTS];
+    size_t n[LOOP_SLOTS];
+    uint64_t rng;
+};
+
+static int loop_step(struct loop_state *st)
+{
+    int bad = 0;
+    size_t j = xs(&st->rng) % LOOP_SLOTS;
+    if (st->p[j]) {
+        size_t len = st->n[j] < 256 ? st->n[j] : 256;
+        if (check_verify(st->p[j], len, (uintptr_t)st->p[j]) != len)
+            bad++;
+        free(st->p[j]);
+        st->p[j] = NULL;
+    } else {
+        size_t n = mixed_size(&st->rng);
+        void *p = (xs(&st->rng) & 3) == 0 ? calloc(1, n) : malloc(n);
+        if (!p)
+            return 1;
+        st->p[j] = p;
+        st->n[j] = n;
+        check_fill(p, n < 256 ? n : 256, (uintptr_t)p);
+    }
+    return bad;
+}
+
+static int loop_finish(struct loop_state *st)
+{
+    int bad = 0;
+    for (int j = 0; j < LOOP_SLOTS; j++) {
+        if (!st->p[j])
+            continue;
+        size_t len = st->n[j] < 256 ? st->n[j] : 256;
+        if (check_verify(st->p[j], len, (uintptr_t)st->p[j]) != len)
+            bad++;
+        free(st->p[j]);
+        st->p[j] = NULL;
+    }
+    return bad;
+}
+
+/* Background threads of the parent: allocate and free until told to stop,
+ * spending as much of their time as possible inside the allocator (little
+ * work per block, many size classes, large and huge blocks, blocks passed
+ * between the threads through shared slots), so that a fork often lands
+ * while one of them holds an allocator lock. */
+static atomic_int stop_bg;
+static atomic_long bg_bad, bg_ops;
+#define BG_SHARED 4096
+static _Atomic(uint64_t *) bg_shared[BG_SHARED];
+
+static void *bg_thread(void *arg)
+{
+    uint64_t rng = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ull + 1;
+    while (!atomic_load_explicit(&stop_bg, memory_order_relaxed)) {
+        uint64_t x = xs(&rng);
+        size_t n;
+        switch (x % 512) {
+        case 0: n = 3 * MiB; break;                        /* huge */
+        case 1: case 2: case 3: case 4: n = 150 * KiB + (x >> 20) % (300 * KiB); break; /* large */
+        default: n = 16 + (x >> 20) % (x & 512 ? 4096 : 256); break;
+        }
+        uint64_t *p = (x & 0x100000) ? calloc(1, n) : malloc(n);
+        if (!p) {
+            atomic_fetch_add_explicit(&bg_bad, 1, memory_order_relaxed);
+            continue;
+        }
+        p[0] = (uint64_t)(uintptr_t)p ^ n;
+        p[1] = n;
+        uint64_t *old = atomic_exchange_explicit(&bg_shared[(x >> 9) % BG_SHARED], p,
+                                                 memory_order_acq_rel);
+        if (old) {
+            if ((old[0] ^ old[1]) != (uint64_t)(uintptr_t)old)
+                atomic_fetch_add_explicit(&bg_bad, 1, memory_order_relaxed);
+            free(old); /* often allocated by another background thread */
+        }
+        atomic_fetch_add_explicit(&bg_ops, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+static void bg_drain(void)
+{
+    for (int i = 0; i < BG_SHARED; i++)
+        free(atomic_exchange(&bg_shared[i], NULL));
+}
+
+/* Blocks the parent holds across the fork; the child checks and frees them. */
+#define PARENT_BLOCKS 256
+static void *parent_block[PARENT_BLOCKS];
+static size_t parent_n[PARENT_BLOCKS];
+
+static void *child_worker(void *arg)
+{
+    struct loop_state st = {.rng = (uint64_t)(uintptr_t)arg + 12345};
+    long bad = 0;
+    for (int i = 0; i < 3000; i++)
+        bad += loop_step(&st);
+    bad += loop_finish(&st);
+    return (void *)bad;
+}
+
+/* The child: returns its exit status (0 = all good). No stdio here. */
+static int child_main(void)
+{
+    for (int i = 0; i < PARENT_BLOCKS; i++) {
+        size_t len = parent_n[i] < 512 ? parent_n[i] : 512;
+        if (check_verify(parent_block[i], len, (uintptr_t)i * 31) != len)
+            return 2;
+        free(parent_block[i]);
+    }
+    struct loop_state st = {.rng = 99};
+    int bad = 0;
+    for (int i = 0; i < 2000; i++)
+        bad += loop_step(&st);
+    bad += loop_finish(&st);
+    if (bad)
+        return 3;
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        if (pthread_create(&t[i], NULL, child_worker, (void *)(uintptr_t)(i + 1)) != 0)
+            return 4;
+    long tbad = 0;
+    for (int i = 0; i < 4; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        tbad += (long)r;
+    }
+    if (tbad)
+        return 5;
+    void *big = malloc(8 * MiB); /* and a huge mapping works too */
+    if (!big)
+        return 6;
+    memset(big, 1, 8 * MiB);
+    free(big);
+    return 0;
+}
+
+static const char *child_status_meaning(int code)
+{
+    switch (code) {
+    case 2: return "the parent's blocks were corrupted in the child";
+    case 3: return "allocation failed or a pattern broke in the child's main thread";
+    case 4: return "pthread_create failed in the child";
+    case 5: return "allocation failed or a pattern broke in a child thread";
+    case 6: return "malloc(8 MiB) failed in the child";
+    default: return "unexpected exit status";
+    }
+}
+
+/* Fork, run child_main in the child, wait for it with a timeout. Returns 0 if
+ * the child exited 0; otherwise reports and returns -1. */
+static int fork_and_check(int round)
+{
+    for (int i = 0; i < PARENT_BLOCKS; i++) {
+        parent_n[i] = 1 + (size_t)(i * 977) % (i % 50 == 0 ? 300000 : 3000);
+        parent_block[i] = malloc(parent_n[i]);
+        if (!parent_block[i])
+            return -1;
+        check_fill(parent_block[i], parent_n[i] < 512 ? parent_n[i] : 512, (uintptr_t)i * 31);
+    }
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(child_main());
+    for (int i = 0; i < PARENT_BLOCKS; i++)
+        free(parent_block[i]);
+    CHECK(pid > 0, "fork #%d: expected a child, got %d (%s)", round, (int)pid, strerror(errno));
+    if (pid < 0)
+        return -1;
+    double t0 = check_now();
+    int status = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+        if (check_now() - t0 > CHILD_TIMEOUT_S) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            CHECK(0, "fork #%d: expected the child to exit within %.0f s, it hung (a lock held "
+                  "across fork?) and was killed", round, CHILD_TIMEOUT_S);
+            return -1;
+        }
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (WIFSIGNALED(status)) {
+        CHECK(0, "fork #%d: expected the child to exit 0, it was killed by signal %d (%s)", round,
+              WTERMSIG(status), strsignal(WTERMSIG(status)));
+        return -1;
+    }
+    int code = WEXITSTATUS(status);
+    CHECK(code == 0, "fork #%d: expected the child to exit 0, got %d: %s", round, code,
+          child_status_meaning(code));
+    return code == 0 ? 0 : -1;
+}
+
+static void start_bg(pthread_t *t, int n)
+{
+    atomic_store(&stop_bg, 0);
+    atomic_store(&bg_bad, 0);
+    atomic_store(&bg_ops, 0);
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&t[i], NULL, bg_thread, (void *)(uintptr_t)(i + 1)) != 0)
+            CHECK(0, "pthread_create of background thread %d failed", i);
+}
+
+static void stop_bg_threads(pthread_t *t, int n)
+{
+    atomic_store(&stop_bg, 1);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    bg_drain();
+    CHECK(atomic_load(&bg_bad) == 0, "background threads saw %ld broken blocks or failed "
+          "allocations", atomic_load(&bg_bad));
+}
+
+static void fork_while_threads_allocate_child_allocates_and_starts_threads(void)
+{
+    pthread_t bg[3];
+    start_bg(bg, 3);
+    int failures = 0;
+    for (int round = 0; round < FORKS && failures < 3; round++) {
+        /* Let the background threads get into malloc/free. */
+        long ops0 = atomic_load(&bg_ops);
+        while (atomic_load(&bg_ops) < ops0 + 1000)
+            sched_yield();
+        if (fork_and_check(round) != 0)
+            failures++;
+    }
+    printf("    background threads did %ld operations\n", atomic_load(&bg_ops));
+    stop_bg_threads(bg, 3);
+}
+
+/* The same, with the fork done by a secondary thread while main also allocates. */
+static atomic_int forker_done;
+static void *forker(void *unused)
+{
+    (void)unused;
+    int failures = 0;
+    for (int round = 0; round < FORKS / 2 && failures < 3; round++)
+        if (fork_and_check(round) != 0)
+            failures++;
+    atomic_store(&forker_done, 1);
+    return NULL;
+}
+
+static void fork_from_a_secondary_thread_while_main_allocates(void)
+{
+    pthread_t bg[3], f;
+    start_bg(bg, 3);
+    atomic_store(&forker_done, 0);
+    REQUIRE(pthread_create(&f, NULL, forker, NULL) == 0, "pthread_create forker");
+    struct loop_state st = {.rng = 4242};
+    long bad = 0;
+    while (!atomic_load(&forker_done))
+        bad += loop_step(&st);
+    bad += loop_finish(&st);
+    pthread_join(f, NULL);
+    stop_bg_threads(bg, 3);
+    CHECK(bad == 0, "main thread saw %ld broken blocks or failed allocations", bad);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    RUN_CASE(fork_while_threads_allocate_child_allocates_and_starts_threads);
+    RUN_CASE(fork_from_a_secondary_thread_while_main_allocates);
+    return check_finish();
+}

@@ -1,0 +1,113 @@
+/*
+ * test_static.c — ebb linked statically (build/libebb.a on the link line, no
+ * -lebb): the standard names in the executable must be ebb's, for this
+ * program's calls and for libc's internal ones (strdup, stdio), with threads.
+ * Built twice (tests.mk): against the shared libc, and fully -static
+ * (-DFULLY_STATIC) where libc.a is installed.
+ */
+#include "check.h"
+
+#include <malloc.h>
+#include <pthread.h>
+
+#include "ebb.h"
+
+static void malloc_in_a_static_link_is_ebb(void)
+{
+    const size_t sizes[] = {0, 1, 100, 5000, 200000, 5 * MiB};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        void *p = malloc(sizes[i]);
+        REQUIRE(p, "malloc(%zu): expected a block", sizes[i]);
+        size_t u = ebb_malloc_usable_size(p);
+        CHECK(u >= sizes[i], "malloc(%zu): expected ebb to know the block "
+              "(ebb_malloc_usable_size >= %zu), got %zu", sizes[i], sizes[i], u);
+        CHECK(u == malloc_usable_size(p), "malloc(%zu): ebb_malloc_usable_size %zu != "
+              "malloc_usable_size %zu", sizes[i], u, malloc_usable_size(p));
+        memset(p, 1, sizes[i]);
+        ebb_free(p);
+    }
+    void *a = aligned_alloc(4096, 100), *c = calloc(10, 10);
+    CHECK(a && (uintptr_t)a % 4096 == 0, "aligned_alloc(4096): got %p", a);
+    CHECK(a && ebb_malloc_usable_size(a) >= 100, "aligned_alloc: not an ebb block");
+    CHECK(c && ebb_malloc_usable_size(c) >= 100, "calloc: not an ebb block");
+    free(a);
+    ebb_free(c);
+}
+
+static void libc_internal_allocations_use_ebb(void)
+{
+    char *s = strdup("static linking");
+    REQUIRE(s, "strdup: expected a string");
+    CHECK(ebb_malloc_usable_size(s) >= 16, "strdup: expected libc's malloc call to reach ebb "
+          "(ebb_malloc_usable_size >= 16), got %zu", ebb_malloc_usable_size(s));
+    free(s);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    REQUIRE(f, "open_memstream");
+    for (int i = 0; i < 5000; i++)
+        fprintf(f, "%d,", i);
+    fclose(f);
+    CHECK(buf && ebb_malloc_usable_size(buf) > len, "open_memstream's buffer (%zu bytes): "
+          "expected an ebb block, usable %zu", len, buf ? ebb_malloc_usable_size(buf) : 0);
+    free(buf);
+}
+
+#define SLOTS 1024
+static _Atomic(uint8_t *) slot[SLOTS];
+static atomic_long thread_bad;
+
+static void *worker(void *arg)
+{
+    uint64_t s = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ull + 1;
+    for (int i = 0; i < 100000; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        size_t n = 8 + (size_t)(s >> 40) % (s % 50 == 0 ? 300000 : 2000);
+        uint8_t *p = malloc(n);
+        if (!p) {
+            atomic_fetch_add(&thread_bad, 1);
+            continue;
+        }
+        /* First 8 bytes: the size; then a byte pattern of the address. */
+        memcpy(p, &n, sizeof n);
+        memset(p + 8, (int)((uintptr_t)p >> 4) & 0xff, n - 8 < 64 ? n - 8 : 64);
+        uint8_t *old = atomic_exchange(&slot[(s >> 20) % SLOTS], p);
+        if (old) {
+            size_t on;
+            memcpy(&on, old, sizeof on);
+            size_t m = on - 8 < 64 ? on - 8 : 64;
+            if (check_all_bytes(old + 8, m, (uint8_t)(((uintptr_t)old >> 4) & 0xff)) != m ||
+                ebb_malloc_usable_size(old) < on)
+                atomic_fetch_add(&thread_bad, 1);
+            free(old); /* usually allocated by another thread */
+        }
+    }
+    return NULL;
+}
+
+static void threads_allocate_and_free_across_each_other(void)
+{
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        REQUIRE(pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1)) == 0, "create");
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < SLOTS; i++)
+        free(atomic_exchange(&slot[i], NULL));
+    CHECK(atomic_load(&thread_bad) == 0, "expected every block intact and known to ebb, %ld "
+          "were not", atomic_load(&thread_bad));
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+#ifdef FULLY_STATIC
+    printf("fully static build\n");
+#endif
+    RUN_CASE(malloc_in_a_static_link_is_ebb);
+    RUN_CASE(libc_internal_allocations_use_ebb);
+    RUN_CASE(threads_allocate_and_free_across_each_other);
+    return check_finish();
+}

@@ -1,0 +1,150 @@
+/*
+ * test_thread_churn.c — 100,000 short-lived threads, created and joined four at
+ * a time, each allocating and freeing a mix of sizes and handing one block back
+ * to main (freed after the thread is gone). A dead thread's memory must be
+ * reused or returned: anonymous RSS after the churn stays within 16 MiB of
+ * before it, and the address space does not keep growing either.
+ */
+#include "check.h"
+
+#include <pthread.h>
+
+#define TOTAL_THREADS 100000
+#define BATCH 4
+
+static long vm_size_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb * 1024;
+}
+
+struct churn_arg {
+    long index;
+    void *handback;     /* one live block for main to free after the join */
+    size_t handback_n;
+    int bad;            /* pattern mismatches seen by the thread */
+};
+
+static void *churn_thread(void *argp)
+{
+    struct churn_arg *a = argp;
+    static const size_t sizes[] = {1, 16, 24, 48, 100, 200, 512, 1000, 2000, 4000, 9000, 20000,
+                                   70000, 130000, 300000};
+    enum { NS = sizeof sizes / sizeof sizes[0] };
+    void *p[NS + 1];
+    size_t n[NS + 1];
+    uint64_t seed = (uint64_t)a->index * 2654435761u;
+    for (int i = 0; i < NS; i++) {
+        n[i] = sizes[(i + a->index) % NS];
+        p[i] = malloc(n[i]);
+        if (!p[i]) {
+            a->bad++;
+            continue;
+        }
+        check_fill(p[i], n[i] < 4096 ? n[i] : 4096, seed + (uint64_t)i);
+    }
+    /* Every 16th thread also maps a huge block. */
+    n[NS] = a->index % 16 == 0 ? 3 * MiB : 0;
+    p[NS] = n[NS] ? calloc(1, n[NS]) : NULL;
+    if (n[NS] && (!p[NS] || ((uint8_t *)p[NS])[n[NS] - 1] != 0))
+        a->bad++;
+    for (int i = 0; i < NS; i++) {
+        if (!p[i])
+            continue;
+        size_t len = n[i] < 4096 ? n[i] : 4096;
+        if (check_verify(p[i], len, seed + (uint64_t)i) != len)
+            a->bad++;
+    }
+    /* Keep one block for main; free the rest in a scrambled order. */
+    int keep = (int)(a->index % NS);
+    for (int k = 0; k <= NS; k++) {
+        int i = (k * 7 + (int)a->index) % (NS + 1);
+        if (i == keep)
+            continue;
+        free(p[i]);
+    }
+    a->handback = p[keep];
+    a->handback_n = n[keep];
+    return NULL;
+}
+
+static void thread_churn_100000_threads_does_not_grow_the_heap(void)
+{
+    struct churn_arg args[BATCH];
+    pthread_t th[BATCH];
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    long bad = 0, done = 0;
+
+    /* Warm up: the first threads set up what any threaded program keeps
+     * (glibc's stack cache, ebb's first heaps and segments). */
+    for (long t = 0; t < 200; t += BATCH) {
+        for (int i = 0; i < BATCH; i++) {
+            args[i] = (struct churn_arg){.index = t + i};
+            REQUIRE(pthread_create(&th[i], &attr, churn_thread, &args[i]) == 0, "pthread_create");
+        }
+        for (int i = 0; i < BATCH; i++) {
+            pthread_join(th[i], NULL);
+            free(args[i].handback);
+        }
+    }
+    long rss0 = check_anon_rss(), vm0 = vm_size_bytes();
+    double t0 = check_now();
+    for (long t = 0; t < TOTAL_THREADS; t += BATCH) {
+        for (int i = 0; i < BATCH; i++) {
+            args[i] = (struct churn_arg){.index = t + i};
+            int e = pthread_create(&th[i], &attr, churn_thread, &args[i]);
+            REQUIRE(e == 0, "pthread_create #%ld: expected 0, got %d (%s)", t + i, e,
+                    strerror(e));
+        }
+        for (int i = 0; i < BATCH; i++) {
+            pthread_join(th[i], NULL);
+            bad += args[i].bad;
+            if (args[i].handback) {
+                size_t len = args[i].handback_n < 4096 ? args[i].handback_n : 4096;
+                uint64_t seed = (uint64_t)args[i].index * 2654435761u;
+                /* Its index in the thread's array was keep = index % NS. */
+                size_t bad_at = check_verify(args[i].handback, len, seed + (uint64_t)(args[i].index % 15));
+                CHECK(bad_at == len, "block handed back by thread %ld: pattern broken at %zu",
+                      args[i].index, bad_at);
+            }
+            free(args[i].handback);
+            done++;
+        }
+    }
+    double dt = check_now() - t0;
+    long rss1 = check_anon_rss(), vm1 = vm_size_bytes();
+    /* Allow a delayed purge to run before judging. */
+    long rss2 = rss1;
+    for (int i = 0; i < 10 && rss2 - rss0 > 16 * (long)MiB; i++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        rss2 = check_anon_rss();
+    }
+    printf("    %ld threads in %.1f s; anonymous RSS %ld KiB before, %ld KiB after, %ld KiB "
+           "after settling; VmSize %ld -> %ld KiB\n", done, dt, rss0 / 1024, rss1 / 1024,
+           rss2 / 1024, vm0 / 1024, vm1 / 1024);
+    CHECK(done == TOTAL_THREADS, "expected %d threads run, got %ld", TOTAL_THREADS, done);
+    CHECK(bad == 0, "expected no pattern or allocation failures in the threads, got %ld", bad);
+    CHECK(rss2 - rss0 <= 16 * (long)MiB, "expected anonymous RSS after the churn within 16 MiB "
+          "of before (%ld KiB), got %ld KiB (+%ld KiB)", rss0 / 1024, rss2 / 1024,
+          (rss2 - rss0) / 1024);
+    CHECK(vm1 - vm0 <= 256 * (long)MiB, "expected the address space not to keep growing with "
+          "dead threads (< 256 MiB), VmSize grew by %ld MiB", (vm1 - vm0) / (long)MiB);
+    pthread_attr_destroy(&attr);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    RUN_CASE(thread_churn_100000_threads_does_not_grow_the_heap);
+    return check_finish();
+}

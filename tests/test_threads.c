@@ -1,0 +1,718 @@
+/*
+ * test_threads.c — multithreaded stress: random sizes, patterns checked before
+ * every free, blocks passed between threads so most frees are cross-thread,
+ * and the thread patterns that break allocators (DESIGN.md, "Threads and
+ * processes"): a producer/consumer pair, a thread that only frees, threads that
+ * exit holding blocks that others free later. And malloc_trim(0) after such
+ * cross-thread traffic gives the memory back (SPEC.md: "returns everything that
+ * can be returned, at once", "no matter which thread freed it").
+ *
+ * Built twice: with the standard names (linked with -lebb), and with
+ * -DSTRESS_EBB_NAMES against ebb's sources under AddressSanitizer+UBSan and
+ * ThreadSanitizer (tests.mk); in the sanitizer builds the loops are shorter and
+ * the RSS bounds are not checked (the sanitizers' own memory swamps them).
+ */
+#include "check.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#ifdef STRESS_EBB_NAMES
+#include "ebb.h"
+#define A(name) ebb_##name
+#else
+#include <malloc.h>
+void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t alignment, size_t size);
+#define A(name) name
+#endif
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 2
+#elif __has_feature(thread_sanitizer)
+#define SANITIZED 4
+#endif
+#endif
+#if !defined(SANITIZED) && (defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__))
+#define SANITIZED 4
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+/* Iteration counts are divided by this under a sanitizer. */
+#define SCALE_DIV (SANITIZED ? SANITIZED : 1)
+
+/* ------------------------------------------------------------------------
+ * Random numbers, sizes, patterns
+ * ---------------------------------------------------------------------- */
+
+typedef struct {
+    uint64_t s;
+} rng_t;
+
+static inline uint64_t rng_next(rng_t *r)
+{
+    /* xorshift64* */
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 0x2545F4914F6CDD1Dull;
+}
+
+/* Mostly small, some up to 256 KiB, a few up to 4 MiB. */
+static size_t random_size(rng_t *r)
+{
+    uint64_t x = rng_next(r);
+    unsigned pick = (unsigned)(x % 1000);
+    x >>= 10;
+    if (pick < 800)
+        return (size_t)(x % 257);
+    if (pick < 960)
+        return 257 + (size_t)(x % (16 * KiB));
+    if (pick < 998)
+        return 1 + (size_t)(x % (256 * KiB));
+    return 1 + (size_t)(x % (4 * MiB));
+}
+
+/* The pattern of a block depends on its address and size, one 64-bit word per
+ * 8 bytes. Blocks above 64 KiB get their first and last 4 KiB and the first
+ * word of every 4 KiB patterned (fast, and still touches every page). */
+#define FULL_LIMIT (64 * KiB)
+
+static inline uint64_t seed_of(const void *p, size_t n)
+{
+    return ((uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)n << 1) ^ 1;
+}
+
+static inline uint64_t word_at(uint64_t seed, size_t w)
+{
+    uint64_t x = seed + w * 0xD1B54A32D192ED03ull;
+    x ^= x >> 29;
+    return x;
+}
+
+/* Apply f to each patterned byte range [a, b) of a block of n bytes, limited
+ * to [0, limit). */
+#define FOR_PATTERN_RANGES(n, limit, a, b, body)                               \
+    do {                                                                       \
+        size_t n_ = (n), lim_ = (limit);                                       \
+        if (n_ <= FULL_LIMIT) {                                                \
+            size_t a = 0, b = lim_;                                            \
+            body;                                                              \
+        } else {                                                               \
+            for (size_t off_ = 0; off_ < n_; off_ += 4096) {                   \
+                size_t a = off_, b;                                            \
+                if (off_ < 4096 || off_ + 8192 > n_)                           \
+                    b = off_ + 4096 < n_ ? off_ + 4096 : n_;                   \
+                else                                                           \
+                    b = off_ + 8;                                              \
+                if (a >= lim_)                                                 \
+                    break;                                                     \
+                if (b > lim_)                                                  \
+                    b = lim_;                                                  \
+                body;                                                          \
+            }                                                                  \
+        }                                                                      \
+    } while (0)
+
+static inline uint8_t byte_at(uint64_t seed, size_t i)
+{
+    return (uint8_t)(word_at(seed, i / 8) >> ((i % 8) * 8));
+}
+
+static void fill_range(uint8_t *p, size_t a, size_t b, uint64_t seed)
+{
+    size_t i = a;
+    while (i < b && (i & 7))
+        p[i] = byte_at(seed, i), i++;
+    for (; i + 8 <= b; i += 8) {
+        uint64_t w = word_at(seed, i / 8);
+        memcpy(p + i, &w, 8);
+    }
+    for (; i < b; i++)
+        p[i] = byte_at(seed, i);
+}
+
+/* First differing index in [a, b), or b. */
+static size_t verify_range(const uint8_t *p, size_t a, size_t b, uint64_t seed)
+{
+    size_t i = a;
+    while (i < b && (i & 7)) {
+        if (p[i] != byte_at(seed, i))
+            return i;
+        i++;
+    }
+    for (; i + 8 <= b; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (w != word_at(seed, i / 8))
+            break;
+    }
+    for (; i < b; i++)
+        if (p[i] != byte_at(seed, i))
+            return i;
+    return b;
+}
+
+static void fill_block(uint8_t *p, size_t n, uint64_t seed)
+{
+    FOR_PATTERN_RANGES(n, n, a, b, fill_range(p, a, b, seed));
+}
+
+/* Returns the offset of the first bad byte in [0, limit) of a block of n
+ * bytes, or SIZE_MAX if all patterned bytes there are intact. */
+static size_t verify_block(const uint8_t *p, size_t n, size_t limit, uint64_t seed)
+{
+    size_t bad = SIZE_MAX;
+    FOR_PATTERN_RANGES(n, limit, a, b, {
+        size_t r = verify_range(p, a, b, seed);
+        if (r != b) {
+            bad = r;
+            break;
+        }
+    });
+    return bad;
+}
+
+/* ------------------------------------------------------------------------
+ * Blocks with descriptors
+ * ---------------------------------------------------------------------- */
+
+enum { K_MALLOC, K_CALLOC, K_ALIGNED, K_POSIX };
+
+/* A live block. The descriptor itself is allocated with malloc too, so it is
+ * also freed by whichever thread ends up with it. */
+typedef struct desc {
+    uint8_t *p;
+    size_t n;
+    size_t align; /* 0: not an aligned allocation */
+    uint64_t seed;
+    uint64_t check; /* p ^ n ^ seed scrambled: catches a corrupted descriptor */
+    int owner;      /* index of the allocating thread */
+} desc_t;
+
+static inline uint64_t desc_check(const desc_t *d)
+{
+    return ((uint64_t)(uintptr_t)d->p ^ d->n ^ d->seed ^ d->align) * 0xff51afd7ed558ccdull;
+}
+
+static atomic_long cross_frees, local_frees, allocs;
+
+static desc_t *make_block(rng_t *r, int owner, size_t n)
+{
+    desc_t *d = A(malloc)(sizeof *d);
+    CHECK(d != NULL, "malloc(%zu) for a descriptor: expected a block, got NULL", sizeof *d);
+    if (!d)
+        return NULL;
+    unsigned kind = (unsigned)(rng_next(r) % 100);
+    uint8_t *p;
+    size_t align = 0;
+    if (kind < 85) {
+        p = A(malloc)(n);
+    } else if (kind < 92) {
+        p = A(calloc)(1, n);
+        if (p) {
+            size_t lim = n < FULL_LIMIT ? n : FULL_LIMIT;
+            size_t z = check_all_bytes(p, lim, 0);
+            CHECK(z == lim, "calloc(1, %zu) = %p: expected zeroed memory, byte %zu is 0x%02x", n,
+                  (void *)p, z, z < lim ? p[z] : 0);
+        }
+    } else if (kind < 97) {
+        align = (size_t)32 << (rng_next(r) % 8); /* 32 .. 4096 */
+        p = A(aligned_alloc)(align, n);
+    } else {
+        align = (size_t)64 << (rng_next(r) % 11); /* 64 .. 64 KiB */
+        void *q = NULL;
+        int e = A(posix_memalign)(&q, align, n);
+        CHECK(e == 0, "posix_memalign(%zu, %zu): expected 0, got %d", align, n, e);
+        p = e == 0 ? q : NULL;
+    }
+    CHECK(p != NULL, "allocation of %zu bytes (align %zu): expected a block, got NULL", n, align);
+    if (!p) {
+        A(free)(d);
+        return NULL;
+    }
+    CHECK((uintptr_t)p % 16 == 0 && (!align || (uintptr_t)p % align == 0),
+          "allocation of %zu bytes: expected alignment %zu, got %p", n, align ? align : 16,
+          (void *)p);
+    d->p = p;
+    d->n = n;
+    d->align = align;
+    d->seed = seed_of(p, n);
+    d->owner = owner;
+    d->check = desc_check(d);
+    fill_block(p, n, d->seed);
+    atomic_fetch_add_explicit(&allocs, 1, memory_order_relaxed);
+    return d;
+}
+
+static bool verify_desc(const desc_t *d, const char *when)
+{
+    CHECK(d->check == desc_check(d), "%s: descriptor %p corrupted (p %p, n %zu)", when,
+          (const void *)d, (void *)d->p, d->n);
+    if (d->check != desc_check(d))
+        return false;
+    size_t bad = verify_block(d->p, d->n, d->n, d->seed);
+    CHECK(bad == SIZE_MAX, "%s: block %p of %zu bytes (allocated by thread %d): expected its "
+          "pattern intact, byte %zu is 0x%02x instead of 0x%02x", when, (void *)d->p, d->n,
+          d->owner, bad, bad < d->n ? d->p[bad] : 0, bad < d->n ? byte_at(d->seed, bad) : 0);
+    return bad == SIZE_MAX;
+}
+
+static void free_block(desc_t *d, int me, rng_t *r)
+{
+    if (!d)
+        return;
+    if (!verify_desc(d, "before free"))
+        return; /* leak rather than free a block we no longer trust */
+    unsigned how = (unsigned)(rng_next(r) % 10);
+    if (d->align && how < 5)
+        A(free_aligned_sized)(d->p, d->align, d->n);
+    else if (!d->align && how == 0)
+        A(free_sized)(d->p, d->n);
+    else
+        A(free)(d->p);
+    atomic_fetch_add_explicit(d->owner == me ? &local_frees : &cross_frees, 1,
+                              memory_order_relaxed);
+    A(free)(d);
+}
+
+/* Resize a block with realloc; its pattern prefix must survive. */
+static void realloc_block(desc_t *d, rng_t *r, int me)
+{
+    if (!verify_desc(d, "before realloc") || d->align)
+        return;
+    size_t n = random_size(r);
+    if (n == 0)
+        n = 1;
+    uint8_t *q = A(realloc)(d->p, n);
+    CHECK(q != NULL, "realloc(%p, %zu): expected a block, got NULL", (void *)d->p, n);
+    if (!q)
+        return;
+    size_t keep = n < d->n ? n : d->n;
+    size_t bad = verify_block(q, d->n, keep, d->seed);
+    CHECK(bad == SIZE_MAX, "realloc %zu -> %zu bytes (%p -> %p): expected the first %zu bytes "
+          "kept, byte %zu differs", d->n, n, (void *)d->p, (void *)q, keep, bad);
+    d->p = q;
+    d->n = n;
+    d->seed = seed_of(q, n);
+    d->owner = me; /* realloc may move it into this thread's heap */
+    d->check = desc_check(d);
+    fill_block(q, n, d->seed);
+}
+
+/* ------------------------------------------------------------------------
+ * Random stress through a shared array of slots
+ * ---------------------------------------------------------------------- */
+
+#define NSLOTS 8192
+static _Atomic(desc_t *) slots[NSLOTS];
+
+struct stress_arg {
+    int id;
+    long ops;
+};
+
+static void *stress_worker(void *argp)
+{
+    struct stress_arg *arg = argp;
+    rng_t r = {0x1234567ull + (uint64_t)arg->id * 0x9E3779B97F4A7C15ull};
+    for (long i = 0; i < arg->ops; i++) {
+        uint64_t x = rng_next(&r);
+        size_t j = (size_t)(x % NSLOTS);
+        unsigned act = (unsigned)((x >> 32) % 100);
+        if (act < 60) {
+            desc_t *d = make_block(&r, arg->id, random_size(&r));
+            desc_t *old = atomic_exchange(&slots[j], d);
+            free_block(old, arg->id, &r);
+        } else if (act < 90) {
+            free_block(atomic_exchange(&slots[j], NULL), arg->id, &r);
+        } else {
+            desc_t *d = atomic_exchange(&slots[j], NULL);
+            if (d) {
+                realloc_block(d, &r, arg->id);
+                desc_t *old = atomic_exchange(&slots[j], d);
+                free_block(old, arg->id, &r);
+            }
+        }
+    }
+    return NULL;
+}
+
+static void drain_slots(void)
+{
+    rng_t r = {99};
+    for (size_t j = 0; j < NSLOTS; j++)
+        free_block(atomic_exchange(&slots[j], NULL), -1, &r);
+}
+
+static void run_stress(int nthreads, long ops_per_thread)
+{
+    pthread_t th[16];
+    struct stress_arg args[16];
+    atomic_store(&cross_frees, 0);
+    atomic_store(&local_frees, 0);
+    atomic_store(&allocs, 0);
+    for (int i = 0; i < nthreads; i++) {
+        args[i].id = i;
+        args[i].ops = ops_per_thread / SCALE_DIV;
+        int e = pthread_create(&th[i], NULL, stress_worker, &args[i]);
+        REQUIRE(e == 0, "pthread_create: %s", strerror(e));
+    }
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+    drain_slots();
+    long cross = atomic_load(&cross_frees), local = atomic_load(&local_frees);
+    long total = atomic_load(&allocs);
+    printf("    %d threads: %ld blocks, %ld freed by their allocating thread, %ld by another\n",
+           nthreads, total, local, cross);
+    CHECK(cross + local == total, "expected every block allocated (%ld) to be freed, %ld were",
+          total, cross + local);
+    /* With threads picking slots at random, about (n-1)/n of the frees of
+     * surviving blocks are cross-thread; require a fair share so the test
+     * really exercises the remote free path. */
+    CHECK(cross > total / 5, "expected > 20%% cross-thread frees, got %ld of %ld", cross, total);
+}
+
+static void stress_2_threads_random_sizes_cross_thread_frees(void)
+{
+    run_stress(2, 400000);
+}
+
+static void stress_8_threads_random_sizes_cross_thread_frees(void)
+{
+    run_stress(8, 100000);
+}
+
+/* After the stress threads are gone and every block is freed, malloc_trim(0)
+ * gives back everything that can be given back (SPEC.md), whichever thread's
+ * heap the memory was in: RSS returns close to where it was before. */
+static long rss_at_start;
+
+static void malloc_trim_after_threads_exit_returns_their_memory(void)
+{
+    int r = A(malloc_trim)(0);
+    long rss = check_anon_rss();
+    printf("    anonymous RSS at start %ld KiB, after the stress and malloc_trim(0) %ld KiB\n",
+           rss_at_start / 1024, rss / 1024);
+    CHECK(r == 0 || r == 1, "malloc_trim(0): expected 0 or 1, got %d", r);
+    if (!SANITIZED)
+        CHECK(rss - rss_at_start < 24 * (long)MiB, "expected RSS within 24 MiB of the start "
+              "(%ld KiB) once all blocks are freed and malloc_trim(0) ran, got %ld KiB",
+              rss_at_start / 1024, rss / 1024);
+}
+
+/* 20,000 blocks (100..2060 bytes, ~20 MiB) allocated by one thread and freed
+ * by main; then malloc_trim(0) must give the pages back although their owner
+ * never runs the allocator again (DESIGN.md: "a page whose blocks are all free
+ * must become reclaimable without its owner's help"). */
+#define TRIM_BLOCKS 20000
+static void *trim_blocks[TRIM_BLOCKS];
+static atomic_int owner_go, owner_allocated;
+
+static void *allocate_then_wait(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < TRIM_BLOCKS; i++) {
+        trim_blocks[i] = A(malloc)(100 + (size_t)(i % 50) * 40);
+        if (trim_blocks[i])
+            memset(trim_blocks[i], 1, 100);
+    }
+    atomic_store(&owner_allocated, 1);
+    while (!atomic_load(&owner_go)) { /* idle: no allocator call while waiting */
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void trim_after_remote_frees(bool owner_exits_first)
+{
+    A(malloc_trim)(0);
+    long rss0 = check_anon_rss();
+    atomic_store(&owner_go, owner_exits_first);
+    atomic_store(&owner_allocated, 0);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, allocate_then_wait, NULL) == 0, "pthread_create");
+    while (!atomic_load(&owner_allocated))
+        sched_yield();
+    if (owner_exits_first)
+        pthread_join(t, NULL);
+    long rss1 = check_anon_rss();
+    for (int i = 0; i < TRIM_BLOCKS; i++) {
+        CHECK(trim_blocks[i] != NULL, "malloc in the owner thread failed");
+        A(free)(trim_blocks[i]);
+    }
+    int r = A(malloc_trim)(0);
+    long rss2 = check_anon_rss();
+    if (!owner_exits_first) {
+        atomic_store(&owner_go, 1);
+        pthread_join(t, NULL);
+    }
+    printf("    RSS %ld KiB before, %ld KiB allocated, %ld KiB after free by main + "
+           "malloc_trim(0) (returned %d)\n", rss0 / 1024, rss1 / 1024, rss2 / 1024, r);
+    if (SANITIZED)
+        return;
+    CHECK(rss1 - rss0 > 10 * (long)MiB, "expected the blocks to add > 10 MiB of RSS (else this "
+          "measures nothing), got %ld KiB", (rss1 - rss0) / 1024);
+    CHECK(rss2 - rss0 < 4 * (long)MiB, "expected malloc_trim(0) to bring RSS back within 4 MiB "
+          "of %ld KiB after main freed the %s thread's blocks, got %ld KiB", rss0 / 1024,
+          owner_exits_first ? "exited" : "sleeping", rss2 / 1024);
+}
+
+static void malloc_trim_returns_pages_freed_remotely_while_their_owner_sleeps(void)
+{
+    trim_after_remote_frees(false);
+}
+
+static void malloc_trim_returns_pages_freed_after_their_owner_exited(void)
+{
+    trim_after_remote_frees(true);
+}
+
+/* ------------------------------------------------------------------------
+ * Producer / consumer
+ * ---------------------------------------------------------------------- */
+
+#define RING 1024
+static _Atomic(desc_t *) ring[RING];
+static atomic_long ring_head, ring_tail; /* head: next to write; tail: next to read */
+static long pc_items;
+
+static void *producer(void *unused)
+{
+    (void)unused;
+    rng_t r = {0xfeedface};
+    for (long i = 0; i < pc_items; i++) {
+        size_t n = (rng_next(&r) % 16 == 0) ? 4096 + rng_next(&r) % (60 * KiB)
+                                             : 16 + rng_next(&r) % 2048;
+        desc_t *d = make_block(&r, 0, n);
+        if (!d)
+            continue;
+        while (atomic_load_explicit(&ring_head, memory_order_relaxed) -
+                   atomic_load_explicit(&ring_tail, memory_order_acquire) >= RING)
+            sched_yield();
+        long h = atomic_load_explicit(&ring_head, memory_order_relaxed);
+        atomic_store_explicit(&ring[h % RING], d, memory_order_relaxed);
+        atomic_store_explicit(&ring_head, h + 1, memory_order_release);
+    }
+    return NULL;
+}
+
+static atomic_long pc_done;
+
+static void *consumer(void *unused)
+{
+    (void)unused;
+    rng_t r = {0xdeadbeef};
+    long got = 0;
+    while (got < pc_items) {
+        long t = atomic_load_explicit(&ring_tail, memory_order_relaxed);
+        if (t == atomic_load_explicit(&ring_head, memory_order_acquire)) {
+            if (atomic_load(&pc_done))
+                break;
+            sched_yield();
+            continue;
+        }
+        desc_t *d = atomic_load_explicit(&ring[t % RING], memory_order_relaxed);
+        atomic_store_explicit(&ring_tail, t + 1, memory_order_release);
+        free_block(d, 1, &r);
+        got++;
+    }
+    return NULL;
+}
+
+static void producer_consumer_pair_reuses_memory_freed_by_the_consumer(void)
+{
+    pc_items = 300000 / SCALE_DIV;
+    atomic_store(&ring_head, 0);
+    atomic_store(&ring_tail, 0);
+    atomic_store(&pc_done, 0);
+    atomic_store(&cross_frees, 0);
+    atomic_store(&local_frees, 0);
+    atomic_store(&allocs, 0);
+    long rss0 = check_anon_rss();
+    pthread_t p, c;
+    REQUIRE(pthread_create(&c, NULL, consumer, NULL) == 0, "pthread_create consumer");
+    REQUIRE(pthread_create(&p, NULL, producer, NULL) == 0, "pthread_create producer");
+    pthread_join(p, NULL);
+    atomic_store(&pc_done, 1);
+    pthread_join(c, NULL);
+    long rss1 = check_anon_rss();
+    long total = atomic_load(&allocs), cross = atomic_load(&cross_frees);
+    printf("    %ld blocks passed, %ld freed by the consumer; RSS %+ld KiB\n", total, cross,
+           (rss1 - rss0) / 1024);
+    CHECK(cross == total, "expected the consumer to free all %ld blocks, it freed %ld", total,
+          cross);
+    /* ~300 MB went through the pair; only the ring (1024 blocks) is live at
+     * once. If the producer never got the consumer's frees back, RSS would
+     * grow by hundreds of MiB. */
+    if (!SANITIZED)
+        CHECK(rss1 - rss0 < 64 * (long)MiB, "expected RSS growth < 64 MiB for a pair with at most "
+              "%d live blocks, got %ld KiB: cross-thread frees are not reused", RING,
+              (rss1 - rss0) / 1024);
+}
+
+/* ------------------------------------------------------------------------
+ * A thread that only frees
+ * ---------------------------------------------------------------------- */
+
+#define FREER_BLOCKS 20000
+static desc_t *handoff[FREER_BLOCKS];
+static atomic_long freer_bad;
+
+/* Must not allocate anything: this thread never gets a heap of its own. The
+ * checks are inline (no CHECK, whose message formatting could allocate). */
+static void *only_frees(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < FREER_BLOCKS; i++) {
+        desc_t *d = handoff[i];
+        if (d->check != desc_check(d) || verify_block(d->p, d->n, d->n, d->seed) != SIZE_MAX) {
+            atomic_fetch_add(&freer_bad, 1);
+            continue;
+        }
+        A(free)(d->p);
+        A(free)(d);
+    }
+    return NULL;
+}
+
+static void thread_that_only_frees_blocks_allocated_by_main(void)
+{
+    rng_t r = {777};
+    long rss_after_first = 0;
+    int rounds = SANITIZED ? 3 : 10;
+    atomic_store(&freer_bad, 0);
+    for (int round = 0; round < rounds; round++) {
+        for (int i = 0; i < FREER_BLOCKS; i++) {
+            size_t n = i % 1000 == 0 ? 300 * KiB + (size_t)i : random_size(&r) % (8 * KiB);
+            desc_t *d = make_block(&r, 0, n);
+            REQUIRE(d, "make_block failed");
+            if (d->align) { /* keep it simple: only plain free in that thread */
+                d->align = 0;
+                d->check = desc_check(d);
+            }
+            handoff[i] = d;
+        }
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, only_frees, NULL) == 0, "pthread_create");
+        pthread_join(t, NULL);
+        if (round == 0)
+            rss_after_first = check_anon_rss();
+    }
+    long rss_end = check_anon_rss();
+    CHECK(atomic_load(&freer_bad) == 0, "the freeing thread found %ld corrupted blocks",
+          atomic_load(&freer_bad));
+    printf("    RSS after round 1: %ld KiB, after round %d: %ld KiB\n", rss_after_first / 1024,
+           rounds, rss_end / 1024);
+    /* Each round allocates ~50 MB; if frees by a heapless thread were lost
+     * the heap would grow by that much per round. */
+    if (!SANITIZED)
+        CHECK(rss_end - rss_after_first < 32 * (long)MiB, "expected RSS to stay flat over %d "
+              "rounds (< 32 MiB growth), it grew %ld KiB: frees by a thread that never "
+              "allocated are not reused", rounds - 1, (rss_end - rss_after_first) / 1024);
+}
+
+/* ------------------------------------------------------------------------
+ * Threads that exit while holding live blocks
+ * ---------------------------------------------------------------------- */
+
+#define EXIT_THREADS 4
+#define EXIT_BLOCKS 5000
+static desc_t *left_behind[EXIT_THREADS * EXIT_BLOCKS];
+
+struct exit_arg {
+    int index; /* which share of left_behind[] it fills */
+    int id;    /* owner id recorded in the descriptors */
+};
+
+static void *allocate_and_exit(void *argp)
+{
+    struct exit_arg *a = argp;
+    rng_t r = {(uint64_t)a->id * 7919 + 1};
+    for (int i = 0; i < EXIT_BLOCKS; i++) {
+        /* Free some of our own on the way, so the pages are partly free. */
+        desc_t *d = make_block(&r, a->id, i % 500 == 0 ? 200 * KiB : random_size(&r) % (16 * KiB));
+        if (i % 3 == 0) {
+            free_block(d, a->id, &r);
+            d = NULL;
+        }
+        left_behind[a->index * EXIT_BLOCKS + i] = d;
+    }
+    return NULL; /* exits holding two thirds of its blocks */
+}
+
+struct free_range_arg {
+    int from, to, id;
+};
+
+static void *free_range(void *argp)
+{
+    struct free_range_arg *a = argp;
+    rng_t r = {(uint64_t)a->from + 5};
+    for (int i = a->from; i < a->to; i++) {
+        free_block(left_behind[i], a->id, &r);
+        left_behind[i] = NULL;
+    }
+    /* And allocate a little: reclaiming the dead threads' pages is fine. */
+    for (int i = 0; i < 1000; i++)
+        free_block(make_block(&r, a->id, random_size(&r) % 4096), a->id, &r);
+    return NULL;
+}
+
+static void threads_exit_holding_blocks_that_others_free_later(void)
+{
+    int rounds = SANITIZED ? 3 : 12;
+    long rss_after_first = 0;
+    for (int round = 0; round < rounds; round++) {
+        pthread_t t[EXIT_THREADS];
+        struct exit_arg ea[EXIT_THREADS];
+        for (int i = 0; i < EXIT_THREADS; i++) {
+            ea[i].index = i;
+            ea[i].id = 100 + i;
+            REQUIRE(pthread_create(&t[i], NULL, allocate_and_exit, &ea[i]) == 0, "create");
+        }
+        for (int i = 0; i < EXIT_THREADS; i++)
+            pthread_join(t[i], NULL);
+        /* All allocating threads are gone. Two new threads and main free
+         * their blocks. */
+        const int total = EXIT_THREADS * EXIT_BLOCKS;
+        struct free_range_arg fa[2] = {{0, total / 3, 200}, {total / 3, 2 * total / 3, 201}};
+        pthread_t f[2];
+        for (int i = 0; i < 2; i++)
+            REQUIRE(pthread_create(&f[i], NULL, free_range, &fa[i]) == 0, "create");
+        rng_t r = {3};
+        for (int i = 2 * total / 3; i < total; i++) {
+            free_block(left_behind[i], -1, &r);
+            left_behind[i] = NULL;
+        }
+        for (int i = 0; i < 2; i++)
+            pthread_join(f[i], NULL);
+        if (round == 0)
+            rss_after_first = check_anon_rss();
+    }
+    long rss_end = check_anon_rss();
+    printf("    RSS after round 1: %ld KiB, after round %d: %ld KiB\n", rss_after_first / 1024,
+           rounds, rss_end / 1024);
+    if (!SANITIZED)
+        CHECK(rss_end - rss_after_first < 32 * (long)MiB, "expected RSS to stay flat over %d "
+              "rounds of threads exiting with live blocks (< 32 MiB growth), it grew %ld KiB",
+              rounds - 1, (rss_end - rss_after_first) / 1024);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    rss_at_start = check_anon_rss();
+    RUN_CASE(stress_2_threads_random_sizes_cross_thread_frees);
+    RUN_CASE(stress_8_threads_random_sizes_cross_thread_frees);
+    RUN_CASE(malloc_trim_after_threads_exit_returns_their_memory);
+    RUN_CASE(malloc_trim_returns_pages_freed_remotely_while_their_owner_sleeps);
+    RUN_CASE(malloc_trim_returns_pages_freed_after_their_owner_exited);
+    RUN_CASE(producer_consumer_pair_reuses_memory_freed_by_the_consumer);
+    RUN_CASE(thread_that_only_frees_blocks_allocated_by_main);
+    RUN_CASE(threads_exit_holding_blocks_that_others_free_later);
+    return check_finish();
+}

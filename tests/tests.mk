@@ -1,0 +1,117 @@
+# tests/tests.mk — included by the top-level Makefile.
+#
+#   make test     build every test program into build/tests/, then run them all
+#                 with tests/run_tests.sh (one PASS/FAIL/SKIP line each, then
+#                 "N passed, N failed, N skipped"; exit status nonzero on failure)
+#
+# A test program that does not compile or link does not stop make: its compiler
+# output is kept in build/tests/<name>.fail and the runner reports that test as
+# failed. A program that needs an optional tool that is missing (clang for the
+# sanitizer builds, libc.a for the fully static build) gets build/tests/<name>.skip
+# with the reason, and the runner reports it as skipped.
+
+TEST_DIR := $(BUILD)/tests
+TEST_ABS_BUILD := $(abspath $(BUILD))
+
+# -fno-builtin-*: the compiler must not delete or merge the very
+# malloc/memset/free sequences the tests exercise.
+TEST_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
+               -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc \
+               -fno-builtin-realloc -Iinclude -Itests
+TEST_LINK_EBB := -L$(BUILD) -lebb -Wl,-rpath,$(TEST_ABS_BUILD)
+# (Flags with commas live in variables: a literal comma would split $(call).)
+TEST_LINK_CTOR := -L$(TEST_DIR) -lctor -Wl,-rpath,$(abspath $(TEST_DIR))
+TEST_CTOR_SONAME := -Wl,-soname,libctor.so
+
+# Sanitizer builds: all of src/ except override.c (the standard names must not
+# replace the sanitizer's own malloc), with the stress test on the ebb_ names.
+SAN_CC     ?= clang
+SAN_SRCS   := $(filter-out src/override.c,$(wildcard src/*.c))
+SAN_CFLAGS := -std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -D_GNU_SOURCE \
+              -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc \
+              -fno-builtin-realloc -ftls-model=initial-exec -Iinclude -Isrc -Itests \
+              -DSTRESS_EBB_NAMES
+SAN_ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+
+TEST_HDRS := tests/check.h include/ebb.h
+
+TEST_PROGS := $(addprefix $(TEST_DIR)/,test_api test_threads test_thread_churn test_fork \
+                test_first_call test_oom libctor.so test_ctor test_ctor_preload test_static \
+                test_static_full test_threads_asan test_threads_tsan)
+
+# Run a build command; on failure keep its output in $@.fail instead of failing.
+# $(1): the command.
+define test_soft_build
+	@mkdir -p $(@D); rm -f $@ $@.fail $@.skip
+	@echo "  TESTCC  $@"
+	@if $(1) >$@.log 2>&1; then rm -f $@.log; \
+	 else mv $@.log $@.fail; echo "  (build of $@ failed; the runner reports it)"; fi
+endef
+
+.PHONY: test test-build
+test: lib test-build
+	@TEST_BUILD=$(TEST_ABS_BUILD) bash tests/run_tests.sh
+
+test-build: lib $(TEST_PROGS)
+
+$(TEST_DIR)/test_api: tests/test_api.c $(TEST_HDRS) $(BUILD)/libebb.so
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -ldl)
+
+$(TEST_DIR)/test_threads: tests/test_threads.c $(TEST_HDRS) $(BUILD)/libebb.so
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
+
+$(TEST_DIR)/test_thread_churn: tests/test_thread_churn.c $(TEST_HDRS) $(BUILD)/libebb.so
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
+
+$(TEST_DIR)/test_fork: tests/test_fork.c $(TEST_HDRS) $(BUILD)/libebb.so
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
+
+$(TEST_DIR)/test_first_call: tests/test_first_call.c $(TEST_HDRS) $(BUILD)/libebb.so
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
+
+# Static: the OS layer's failure injector is reachable only from the archive.
+$(TEST_DIR)/test_oom: tests/test_oom.c $(TEST_HDRS) $(BUILD)/libebb.a
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/libebb.a -lpthread)
+
+# The constructor library is deliberately not linked with ebb: it takes
+# whichever malloc the process has, before ebb's own initialization.
+$(TEST_DIR)/libctor.so: tests/ctor_lib.c $(TEST_HDRS)
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) -fPIC -shared $(TEST_CTOR_SONAME) $< -o $@ -ldl)
+
+# -lebb before -lctor: the loader then runs libctor's constructor before
+# libebb's, so ebb is used before its own initialization could have run.
+$(TEST_DIR)/test_ctor: tests/test_ctor.c $(TEST_HDRS) $(BUILD)/libebb.so $(TEST_DIR)/libctor.so
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) $(TEST_LINK_CTOR) -ldl)
+
+# Not linked with ebb at all: run with LD_PRELOAD=libebb.so.
+$(TEST_DIR)/test_ctor_preload: tests/test_ctor.c $(TEST_HDRS) $(TEST_DIR)/libctor.so
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) -DCTOR_PRELOAD $< -o $@ $(TEST_LINK_CTOR) -ldl)
+
+$(TEST_DIR)/test_static: tests/test_static.c $(TEST_HDRS) $(BUILD)/libebb.a
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/libebb.a -lpthread -ldl)
+
+LIBC_A := $(wildcard $(shell $(CC) -print-file-name=libc.a))
+$(TEST_DIR)/test_static_full: tests/test_static.c $(TEST_HDRS) $(BUILD)/libebb.a
+ifneq ($(LIBC_A),)
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) -static -DFULLY_STATIC $< -o $@ $(BUILD)/libebb.a -lpthread)
+else
+	@mkdir -p $(@D); echo "libc.a not found: install libc6-dev for the fully static build" > $@.skip
+endif
+
+SAN_HAVE := $(shell command -v $(SAN_CC) >/dev/null 2>&1 && echo yes)
+
+$(TEST_DIR)/test_threads_asan: tests/test_threads.c $(TEST_HDRS) $(SAN_SRCS) $(wildcard src/*.h)
+ifeq ($(SAN_HAVE),yes)
+	$(call test_soft_build,$(SAN_CC) $(SAN_CFLAGS) $(SAN_ASAN_FLAGS) tests/test_threads.c $(SAN_SRCS) -o $@ -lpthread)
+else
+	@mkdir -p $(@D); echo "$(SAN_CC) not installed: no sanitizer build" > $@.skip
+endif
+
+$(TEST_DIR)/test_threads_tsan: tests/test_threads.c $(TEST_HDRS) $(SAN_SRCS) $(wildcard src/*.h)
+ifeq ($(SAN_HAVE),yes)
+	$(call test_soft_build,$(SAN_CC) $(SAN_CFLAGS) -fsanitize=thread \
+	    tests/test_threads.c $(SAN_SRCS) -o $@ -lpthread)
+else
+	@mkdir -p $(@D); echo "$(SAN_CC) not installed: no sanitizer build" > $@.skip
+endif
+
