@@ -117,6 +117,7 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
         atomic_store_explicit(&heap->direct[i], &page_empty, memory_order_relaxed);
     memset(heap->queues, 0, sizeof heap->queues);
     memset(&heap->full, 0, sizeof heap->full);
+    memset(heap->retained, 0, sizeof heap->retained);
     atomic_store_explicit(&heap->xfull_pending, 0, memory_order_relaxed);
     heap->segments = NULL;
     heap->segment_count = 0;

@@ -113,9 +113,9 @@
  *      between one and two purge delays (EBB_PURGE_DELAY) after the free,
  *      whichever thread freed and whether or not it ever runs again.
  *   2. One empty page per size class that a thread keeps for its next malloc
- *      (single-slice classes only, so <= 64 KiB each, resident only as far as
- *      it was carved): taken back and purged once the thread has taken no
- *      slow path for a purge delay (heap.c, quiescing).
+ *      (<= 64 KiB for blocks up to 8 KiB, up to 1 MiB for the largest classes;
+ *      resident only as far as it was carved): taken back and purged once the
+ *      thread has taken no slow path for a purge delay (heap.c, quiescing).
  *   3. Blocks other threads freed into a thread's pages: collected by the
  *      owner, or by the scavenger once the owner is idle (as 2) or gone
  *      (abandoned segments); their pages then follow 1.
@@ -288,6 +288,9 @@ typedef struct heap_s {
     page_queue_t queues[CLASS_COUNT];
     /* Pages found with no free block; they come back when a block is freed. */
     page_queue_t full;
+    /* The empty page kept per class (page.c, page_free_local_slow); may have
+     * been reused since (then it is not empty any more). */
+    page_t *retained[CLASS_COUNT];
     /* Any thread: set (release) by a remote freer whose block landed in a page
      * of the full list; the owner exchanges it to 0 and scans `full`. */
     atomic_int xfull_pending;

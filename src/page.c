@@ -219,6 +219,8 @@ static void page_free(heap_t *heap, page_t *page)
     segment_t *seg = page_segment(page);
     if (page->kind == PAGE_SMALL) {
         unsigned cls = page->class_idx;
+        if (heap->retained[cls] == page)
+            heap->retained[cls] = NULL;
         queue_remove(page->in_full ? &heap->full : &heap->queues[cls], page);
         page->in_full = 0;
         heap_direct_update(heap, cls);
@@ -317,21 +319,40 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
 }
 
 /* Called from the free fast path inside its busy window (heap.c explains
- * why the window must cover this too); ends it. */
+ * why the window must cover this too); ends it.
+ *
+ * An emptied page is kept, at the front of its queue, when its class has no
+ * other empty page: a working set that swings around a page boundary then
+ * reuses warm memory instead of freeing and re-carving a page each swing. At
+ * most one empty page per class is kept this way (heap->retained), and the
+ * scavenger takes it back once this thread stays idle for a purge delay. */
 void page_free_local_slow(heap_t *heap, page_t *page)
 {
     heap_note_slow(heap);
-    if (page->used == 0 && page->kind == PAGE_SMALL && !page->in_full &&
-        page->slice_count == 1 && heap->queues[page->class_idx].first == page &&
-        page->next == NULL) {
-        /* The only page of its class: keep it for the next malloc, and let the
-         * scavenger take it back if this thread goes idle. */
-        if (!atomic_load_explicit(&heap->retained_pending, memory_order_relaxed)) {
-            atomic_store(&heap->retained_pending, 1);
-            purge_wake();
+    if (page->used == 0 && page->kind == PAGE_SMALL) {
+        unsigned cls = page->class_idx;
+        page_t *kept = heap->retained[cls];
+        if (kept == NULL || kept == page || kept->used != 0) {
+            heap->retained[cls] = page;
+            if (page->in_full || heap->queues[cls].first != page) {
+                lock_acquire(&heap->lock);
+                if (page->in_full)
+                    page_unfull(heap, page);
+                page_queue_t *q = &heap->queues[cls];
+                if (q->first != page) {
+                    queue_remove(q, page);
+                    queue_push_front(q, page);
+                    heap_direct_update(heap, cls);
+                }
+                lock_release(&heap->lock);
+            }
+            if (!atomic_load_explicit(&heap->retained_pending, memory_order_relaxed)) {
+                atomic_store(&heap->retained_pending, 1);
+                purge_wake();
+            }
+            busy_leave();
+            return;
         }
-        busy_leave();
-        return;
     }
     lock_acquire(&heap->lock);
     if (page->used == 0)
