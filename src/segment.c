@@ -347,6 +347,16 @@ void segment_maybe_release(heap_t *heap, segment_t *seg)
 /* ---------------------------------------------------------------------------
  * Abandonment and reclaim
  * ------------------------------------------------------------------------- */
+static void abandoned_push_locked(segment_t *seg)
+{
+    seg->in_abandoned = 1;
+    seg->prev = NULL;
+    seg->next = abandoned_first;
+    if (abandoned_first)
+        abandoned_first->prev = seg;
+    abandoned_first = seg;
+}
+
 void segment_abandon_all(heap_t *heap)
 {
     bool abandoned_any = false;
@@ -362,12 +372,7 @@ void segment_abandon_all(heap_t *heap)
             seg->heap = NULL;
             lock_acquire(&abandoned_lock);
             atomic_store_explicit(&seg->thread_id, 0, memory_order_release);
-            seg->in_abandoned = 1;
-            seg->prev = NULL;
-            seg->next = abandoned_first;
-            if (abandoned_first)
-                abandoned_first->prev = seg;
-            abandoned_first = seg;
+            abandoned_push_locked(seg);
             lock_release(&abandoned_lock);
             abandoned_any = true;
         }
@@ -443,12 +448,7 @@ void segment_abandoned_collect(bool force)
     while (done) {
         segment_t *seg = done;
         done = seg->next;
-        seg->in_abandoned = 1;
-        seg->prev = NULL;
-        seg->next = abandoned_first;
-        if (abandoned_first)
-            abandoned_first->prev = seg;
-        abandoned_first = seg;
+        abandoned_push_locked(seg);
     }
     lock_release(&abandoned_lock);
 }

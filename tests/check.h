@@ -190,4 +190,19 @@ static inline size_t check_all_bytes(const void *p, size_t n, uint8_t v)
     return n;
 }
 
+/* The process's address space (VmSize) in bytes, or -1. */
+static inline long check_vm_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
+}
+
 #endif /* EBB_TEST_CHECK_H */

@@ -356,19 +356,6 @@ static void allocation_works_again_after_injection_ends(void)
  * Under a real address-space limit (ulimit -v)
  * ---------------------------------------------------------------------- */
 
-static long vm_size(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return -1;
-    char line[256];
-    long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb * 1024;
-}
 
 /* In the child: allocate `size` until NULL; 0 if that went as it should. */
 static int child_fill_until_null(size_t size, const char *label)
@@ -425,7 +412,7 @@ static int child_fill_until_null(size_t size, const char *label)
 
 static int rlimit_child(void)
 {
-    long vm = vm_size();
+    long vm = check_vm_size();
     if (vm <= 0) {
         fprintf(stderr, "    child: cannot read VmSize\n");
         return 1;

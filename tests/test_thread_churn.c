@@ -12,19 +12,6 @@
 #define TOTAL_THREADS 100000
 #define BATCH 4
 
-static long vm_size_bytes(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return -1;
-    char line[256];
-    long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb * 1024;
-}
 
 struct churn_arg {
     long index;
@@ -96,7 +83,7 @@ static void thread_churn_100000_threads_does_not_grow_the_heap(void)
             free(args[i].handback);
         }
     }
-    long rss0 = check_anon_rss(), vm0 = vm_size_bytes();
+    long rss0 = check_anon_rss(), vm0 = check_vm_size();
     double t0 = check_now();
     for (long t = 0; t < TOTAL_THREADS; t += BATCH) {
         for (int i = 0; i < BATCH; i++) {
@@ -121,7 +108,7 @@ static void thread_churn_100000_threads_does_not_grow_the_heap(void)
         }
     }
     double dt = check_now() - t0;
-    long rss1 = check_anon_rss(), vm1 = vm_size_bytes();
+    long rss1 = check_anon_rss(), vm1 = check_vm_size();
     /* Allow a delayed purge to run before judging. */
     long rss2 = rss1;
     for (int i = 0; i < 10 && rss2 - rss0 > 16 * (long)MiB; i++) {
