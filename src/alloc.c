@@ -97,7 +97,7 @@ static void *alloc_generic(size_t size, size_t alignment, bool zero)
         errno = ENOMEM;
         return NULL;
     }
-    purge_poll();
+    purge_poll(true);
     heap_t *heap = heap_self();
     if (ebb_unlikely(heap == NULL)) {
         errno = ENOMEM;
@@ -153,7 +153,7 @@ void free_generic(segment_t *seg, void *p)
         bool abandoned = atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == 0;
         page_free_remote(seg, segment_page_of(seg, p), (block_t *)p, abandoned);
     }
-    purge_poll();
+    purge_poll(false);
 }
 
 size_t alloc_usable_size(const void *p)

@@ -69,6 +69,8 @@ static void process_init(void)
  * ------------------------------------------------------------------------- */
 #define HEAP_CHUNK_SIZE ((size_t)64 * 1024)
 
+/* Under heap_pool_lock, so that threads starting together map one chunk,
+ * not one each. */
 static heap_t *heap_pool_take(void)
 {
     lock_acquire(&heap_pool_lock);
@@ -76,19 +78,18 @@ static heap_t *heap_pool_take(void)
     if (heap) {
         heap_pool_free = heap->pool_next;
         heap->in_use = true;
-    }
-    lock_release(&heap_pool_lock);
-    if (heap)
+        lock_release(&heap_pool_lock);
         return heap;
-
+    }
     uint8_t *chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
     if (chunk == NULL && segment_cache_release())
         chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
-    if (chunk == NULL)
+    if (chunk == NULL) {
+        lock_release(&heap_pool_lock);
         return NULL;
+    }
     size_t n = HEAP_CHUNK_SIZE / sizeof(heap_t);
     heap = (heap_t *)chunk;
-    lock_acquire(&heap_pool_lock);
     for (size_t i = 0; i < n; i++) {
         heap_t *h = &heap[i];
         h->all_next = heap_all;
@@ -136,8 +137,10 @@ heap_t *heap_get_or_create(void)
     heap_t *heap = heap_pool_take();
     if (heap == NULL)
         return NULL;
+    lock_acquire(&heap->lock); /* a forced pass may already look at it */
     heap_reset(heap, thread_id_self());
     heap->busy = &tls.busy;
+    lock_release(&heap->lock);
     tls.heap = heap;
     /* May allocate (glibc's second-level key array): tls.heap is set already. */
     if (heap_key_ready)
@@ -169,6 +172,7 @@ static void heap_thread_done(void *arg)
 
 void ebb_collect(bool force)
 {
+    process_init(); /* the options a pass reads */
     heap_t *heap = tls.heap;
     if (heap != &heap_empty) {
         lock_acquire(&heap->lock);
@@ -204,7 +208,8 @@ void ebb_collect(bool force)
  *   4. read the owner's tls.busy: 1 means it is inside a lock-free path that
  *      began before step 2 — undo and retry at a later pass. 0 means no such
  *      path is running and none can start: the heap is ours;
- *   5. collect every page and free the empty ones (heap_collect_pages);
+ *   5. collect every page, free the empty ones (heap_collect_pages) and
+ *      release the segments that became entirely free;
  *   6. restore the thread ids and the direct slots (release), clear
  *      `revoked`, unlock.
  * Without membarrier (old kernels), step 3 is impossible: the scavenger then
@@ -278,6 +283,7 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
         if (idle && lock_try_acquire(&h->lock)) {
             if (heap_quiesce(h)) {
                 heap_collect_pages(h, true);
+                segment_release_empty(h); /* an idle thread keeps no header either */
                 heap_unquiesce(h);
                 done = true;
             } else {

@@ -469,8 +469,11 @@ void purge_segment_forget(segment_t *seg);
  * abandoned segments, remote frees into an idle heap): make sure a pass runs. */
 void purge_wake(void);
 /* Called on slow paths holding no lock: start the scavenger thread if it is
- * wanted, or run a pass inline when there is none and one is due. */
-void purge_poll(void);
+ * wanted and `may_start` (allocation paths only, never free: see purge.c), or
+ * run a pass inline when there is no thread and one is due. */
+void purge_poll(bool may_start);
+/* The process holds real memory: the scavenger will be started (lazily). */
+void purge_want_thread(void);
 /* Run a pass now; with `force`, return everything regardless of age. */
 void purge_run(bool force);
 /* Lock order for fork (heap.c): pass_lock first, purge_lock after segment.c's. */
@@ -496,6 +499,8 @@ void segment_free_run(page_t *page);
 /* The owner's segment became entirely free: release it unless it is the heap's
  * last one. */
 void segment_maybe_release(heap_t *heap, segment_t *seg);
+/* Release every entirely free segment of `heap`, its last one too. */
+void segment_release_empty(heap_t *heap);
 /* Thread exit: hand `heap`'s segments over (free ones released). */
 void segment_abandon_all(heap_t *heap);
 /* A large page freed by a thread that does not own its segment. */

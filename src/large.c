@@ -139,6 +139,7 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
         return (uint8_t *)seg + offset;
     }
     *zero = true;
+    purge_want_thread();
     seg = os_map_aligned(total, map_align, align_offset);
     if (seg == NULL && segment_cache_release())
         seg = os_map_aligned(total, map_align, align_offset);
@@ -165,6 +166,10 @@ void huge_free(segment_t *seg)
     seg->huge_freed_at_ms = os_now_ms();
     seg->huge_purged = false;
     seg->huge_zero = false;
+    if (option_get(OPT_PURGE_DELAY) == 0) { /* at once, before anyone can take it */
+        seg->huge_zero = os_purge((uint8_t *)seg + seg->block_offset, size - seg->block_offset);
+        seg->huge_purged = true;
+    }
     segment_t *evict[HUGE_CACHE_MAX];
     size_t n = 0;
     lock_acquire(&huge_lock);

@@ -315,6 +315,7 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
     heap_direct_update(heap, cls);
     void *block = page_pop(page);
     lock_release(&heap->lock);
+    purge_poll(true);
     return block;
 }
 
@@ -361,7 +362,7 @@ void page_free_local_slow(heap_t *heap, page_t *page)
         page_unfull(heap, page);
     lock_release(&heap->lock);
     busy_leave();
-    purge_poll();
+    purge_poll(false);
 }
 
 void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandoned)

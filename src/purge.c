@@ -54,13 +54,18 @@
  *   scavenger's check of purge_work and its wait, which wake_mutex makes one
  *   step.
  *
- * The thread is started lazily, when work first appears, from purge_poll on a
- * slow path that holds no lock (pthread_create allocates). It blocks every
- * signal and is detached: it never keeps the process alive. In a forked child
- * it does not exist; purge_fork_child resets the state so that the child
- * starts its own on the child's first purgeable memory. With EBB_BACKGROUND=0,
- * or if the thread cannot be created, passes run inline from purge_poll when
- * one is due (purges then happen only while the program calls the allocator).
+ * The thread is started lazily: it is wanted once the process has something
+ * to purge or maps its second segment (or a huge block), and it is created by
+ * the next allocation slow path (purge_poll(true)), holding no lock of ours.
+ * Never from inside free(): the C library frees some memory while holding its
+ * own locks (glibc frees a joined thread's TLS under the stack-cache lock),
+ * and pthread_create takes the same lock — a free that started the thread
+ * there would deadlock. Until the thread exists, passes run inline from
+ * purge_poll when one is due. It blocks every signal and is detached: it
+ * never keeps the process alive. In a forked child it does not exist;
+ * purge_fork_child resets the state so that the child starts its own. With
+ * EBB_BACKGROUND=0, or if the thread cannot be created, passes run inline from
+ * purge_poll when one is due (purges then happen only during allocator calls).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -242,7 +247,7 @@ void purge_wake(void)
         pthread_cond_signal(&wake_cond);
         pthread_mutex_unlock(&wake_mutex);
     } else if (state == THREAD_NONE) {
-        atomic_store_explicit(&thread_wanted, 1, memory_order_relaxed);
+        purge_want_thread();
     }
 }
 
@@ -298,16 +303,22 @@ static void purge_start_thread(void)
     }
 }
 
-void purge_poll(void)
+void purge_want_thread(void)
+{
+    if (atomic_load_explicit(&thread_state, memory_order_relaxed) == THREAD_NONE &&
+        !atomic_load_explicit(&thread_wanted, memory_order_relaxed))
+        atomic_store_explicit(&thread_wanted, 1, memory_order_relaxed);
+}
+
+void purge_poll(bool may_start)
 {
     int state = atomic_load_explicit(&thread_state, memory_order_relaxed);
     if (ebb_likely(state == THREAD_RUNNING))
         return;
-    if (state == THREAD_NONE) {
-        if (atomic_load_explicit(&thread_wanted, memory_order_relaxed)) {
-            atomic_store_explicit(&thread_wanted, 0, memory_order_relaxed);
-            purge_start_thread();
-        }
+    if (state == THREAD_NONE && may_start &&
+        atomic_load_explicit(&thread_wanted, memory_order_relaxed)) {
+        atomic_store_explicit(&thread_wanted, 0, memory_order_relaxed);
+        purge_start_thread();
         return;
     }
     if (state == THREAD_STARTING)

@@ -96,6 +96,9 @@ static segment_t *segment_map_new(void)
         seg = os_map_aligned(SEGMENT_SIZE, SEGMENT_SIZE, 0);
     if (seg == NULL)
         return NULL;
+    static atomic_int segments_mapped_ever;
+    if (atomic_fetch_add_explicit(&segments_mapped_ever, 1, memory_order_relaxed) >= 1)
+        purge_want_thread(); /* the process is using real memory */
     /* Fresh mapping: every field is zero already. */
     seg->kind = SEGMENT_NORMAL;
     if (os_info.thp_always)
@@ -289,12 +292,13 @@ static page_t *segment_run_init(segment_t *seg, size_t idx, size_t count)
 static void segment_release_run(segment_t *seg, size_t idx, size_t count)
 {
     uint64_t mask = run_mask(idx, count);
-    long delay = option_get(OPT_PURGE_DELAY);
-    if (delay == 0) {
+    if (option_get(OPT_PURGE_DELAY) == 0) {
         /* Purge at once: the run is still ours until its free bits are set. */
         if (os_purge((uint8_t *)seg + idx * SLICE_SIZE, count * SLICE_SIZE))
             atomic_fetch_or_explicit(&seg->fresh_slices, mask, memory_order_relaxed);
-    } else if (delay > 0) {
+    } else {
+        /* Listed even with EBB_PURGE_DELAY=-1, when no pass runs on its own
+         * (purge_wake does nothing), so that malloc_trim finds it. */
         atomic_fetch_or(&seg->dirty_slices, mask); /* seq_cst: pairs with the pass */
         purge_segment_dirty(seg);
     }
@@ -332,6 +336,20 @@ static void segment_free_large_run_remote(page_t *page)
 {
     segment_t *seg = page_segment(page);
     segment_release_run(seg, (size_t)(page - seg->pages), page->slice_count);
+}
+
+/* The owner (or the scavenger on a quiesced heap): release every entirely
+ * free segment of the heap, its last one too. */
+void segment_release_empty(heap_t *heap)
+{
+    segment_t *next;
+    for (segment_t *seg = heap->segments; seg; seg = next) {
+        next = seg->next;
+        if (atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL) {
+            heap_segment_remove(heap, seg);
+            segment_release(seg);
+        }
+    }
 }
 
 void segment_maybe_release(heap_t *heap, segment_t *seg)
@@ -522,9 +540,11 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
     if (seg == NULL)
         return NULL;
     heap_segment_push(heap, seg);
-    int idx = segment_claim_slices(seg, count, align_slices);
-    if (idx <= 0)
-        return NULL; /* cannot happen: count <= 63 slices and the segment is empty */
+    /* The segment is empty, but a purge pass may hold its free slices for a
+     * moment (segment_purge claims them around madvise): wait for it. */
+    int idx;
+    while ((idx = segment_claim_slices(seg, count, align_slices)) <= 0)
+        sched_yield();
     return segment_run_init(seg, (size_t)idx, count);
 }
 

@@ -132,6 +132,9 @@ run_test programs_gcc 300 -- bash tests/test_programs.sh gcc
 run_test programs_git 300 -- bash tests/test_programs.sh git
 run_test programs_sort 300 -- bash tests/test_programs.sh sort
 
+# The memory-return tests (tests/test_purge.c).
+source tests/purge_tests.sh
+
 suite_t1=$(date +%s)
 echo "suite time: $((suite_t1 - suite_t0)) s"
 if [ $failed -gt 0 ]; then

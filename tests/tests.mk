@@ -115,3 +115,5 @@ else
 	@mkdir -p $(@D); echo "$(SAN_CC) not installed: no sanitizer build" > $@.skip
 endif
 
+# The memory-return tests: their own rules, in the same style.
+-include tests/purge.mk
