@@ -1862,6 +1862,59 @@ static void child_background_off_returns_memory_during_calls(void)
     pin_free_rest();
 }
 
+/* ---------------------------------------------------------------------------
+ * 3. Bounds (src/internal.h, "What ebb keeps"): once the unmap delay has
+ * passed, the segment cache keeps at most SEGMENT_STANDBY (1) free segment
+ * mapped; every other segment the exited threads released is unmapped.
+ * ------------------------------------------------------------------------- */
+extern size_t os_mapped_bytes(void);
+
+#define STANDBY_THREADS 6
+#define STANDBY_BLOCKS 24 /* x 256 KiB: 6 MiB, two segments per thread */
+
+static void *standby_worker_main(void *arg)
+{
+    (void)arg;
+    void *b[STANDBY_BLOCKS];
+    for (int i = 0; i < STANDBY_BLOCKS; i++) {
+        b[i] = malloc(256 * KiB);
+        if (b[i])
+            touch(b[i], 256 * KiB, i + 1);
+    }
+    for (int i = 0; i < STANDBY_BLOCKS; i++)
+        free(b[i]);
+    return NULL;
+}
+
+static void child_segment_cache_keeps_only_its_standby(void)
+{
+    void *warm = malloc(64);
+    free(warm);
+    size_t base = os_mapped_bytes();
+    pthread_t t[STANDBY_THREADS];
+    for (int i = 0; i < STANDBY_THREADS; i++)
+        REQUIRE(start_thread(&t[i], 128 * KiB, standby_worker_main, NULL) == 0,
+                "pthread_create failed");
+    for (int i = 0; i < STANDBY_THREADS; i++)
+        pthread_join(t[i], NULL);
+    size_t peak = os_mapped_bytes();
+    const size_t bound = base + 4 * MiB + 64 * KiB; /* one standby segment */
+    double deadline = check_now() + (double)(opt_unmap_delay_ms() + 3 * opt_purge_delay_ms()) / 1000.0 + 1.0;
+    size_t now = peak;
+    while ((now = os_mapped_bytes()) > bound && check_now() < deadline)
+        sleep_ms(20);
+    printf("    info: mapped before %.1f MiB, after the threads %.1f MiB, after the unmap delay %.1f MiB\n",
+           mib((long)base), mib((long)peak), mib((long)now));
+    CHECK(now <= bound, "after the unmap delay at most one standby segment (4 MiB) should stay mapped "
+          "beyond the %.1f MiB mapped before; %.1f MiB are", mib((long)base), mib((long)now));
+}
+
+static void segment_cache_keeps_only_its_standby_after_the_unmap_delay(void)
+{
+    static const char *const env[] = {"EBB_UNMAP_DELAY=200", NULL};
+    expect_child_passes("child_segment_cache_keeps_only_its_standby", env, 60);
+}
+
 static void background_off_creates_no_thread_and_purges_during_calls(void)
 {
     static const char *const env[] = {"EBB_BACKGROUND=0", NULL};
@@ -2056,6 +2109,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_idle_process_gets_no_wakeups),
     CHILD_CASE(child_background_off_returns_memory_during_calls),
     CHILD_CASE(child_purge_method_free_works),
+    CHILD_CASE(child_segment_cache_keeps_only_its_standby),
 #endif
     {NULL, NULL},
 };
@@ -2086,6 +2140,7 @@ int main(int argc, char **argv)
     RUN_CASE(idle_process_gets_no_wakeups_and_thread_starts_lazily);
     RUN_CASE(background_off_creates_no_thread_and_purges_during_calls);
     RUN_CASE(purge_method_free_purges_and_memory_stays_sound);
+    RUN_CASE(segment_cache_keeps_only_its_standby_after_the_unmap_delay);
     RUN_CASE(purge_protocol_stress_with_cross_thread_frees);
 #else
     RUN_CASE(idle_threads_give_back_1_to_8_mib_blocks);
