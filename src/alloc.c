@@ -132,11 +132,27 @@ done:
     return p;
 }
 
+/* Sizes above DIRECT_MAX have no direct slot: the first page of their class
+ * queue is their fast path (same busy window and revocation check as the
+ * lock-free start of page_alloc_slow, heap.c explains both). */
 void *alloc_malloc_slow(size_t size)
 {
     heap_t *heap = tls.heap;
     if (ebb_likely(size <= SMALL_MAX && heap != &heap_empty)) {
-        void *p = alloc_class(heap, size_class(size));
+        unsigned cls = size_class(size);
+        busy_enter();
+        if (ebb_likely(!atomic_load_explicit(&heap->revoked, memory_order_acquire))) {
+            page_t *page = heap->queues[cls].first;
+            if (ebb_likely(page != NULL && page->free != NULL)) {
+                block_t *block = page->free;
+                page->free = block->next;
+                page->used++;
+                busy_leave();
+                return block;
+            }
+        }
+        busy_leave();
+        void *p = alloc_class(heap, cls);
         if (ebb_likely(p != NULL))
             return p;
         errno = ENOMEM;
