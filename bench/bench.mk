@@ -8,6 +8,10 @@
 #                            more repetitions; wait (up to 600 s) for an idle
 #                            machine before starting
 #   make bench-callgrind     instructions per malloc/free pair, ebb vs mimalloc
+#   make bench-seeds         memory-return scenarios from the seed reports
+#                            (bench/run_seeds.sh: time and anonymous RSS at
+#                            start, peak and after idle; QUICK=1 and REPS=n
+#                            as above; see docs/memory-return.md)
 #
 # The benchmark program is built like a user program: plain malloc/free, no
 # link to ebb (the allocator is chosen at run time with LD_PRELOAD), and
@@ -24,11 +28,16 @@ QUICK      ?=
 REPS       ?=
 WAIT_QUIET ?=
 
-.PHONY: bench bench-build bench-callgrind
+.PHONY: bench bench-build bench-callgrind bench-seeds bench-seeds-build
 
 bench-build: $(BENCH_BUILD)/bench_core
 
 $(BENCH_BUILD)/bench_core: bench/bench_core.c bench/bench.mk | $(BENCH_BUILD)
+	$(CC) $(BENCH_CFLAGS) $< -o $@
+
+bench-seeds-build: $(BENCH_BUILD)/bench_seeds
+
+$(BENCH_BUILD)/bench_seeds: bench/bench_seeds.c bench/bench.mk | $(BENCH_BUILD)
 	$(CC) $(BENCH_CFLAGS) $< -o $@
 
 $(BENCH_BUILD):
@@ -41,3 +50,7 @@ bench: lib $(BENCH_BUILD)/bench_core
 bench-callgrind: lib $(BENCH_BUILD)/bench_core
 	BENCH_BIN='$(BENCH_BUILD)/bench_core' TEST_LIB='$(BUILD)/libebb.so' \
 	bash bench/callgrind.sh
+
+bench-seeds: lib $(BENCH_BUILD)/bench_seeds
+	QUICK='$(QUICK)' REPS='$(REPS)' BENCH_BIN='$(BENCH_BUILD)/bench_seeds' \
+	TEST_LIB='$(BUILD)/libebb.so' bash bench/run_seeds.sh
