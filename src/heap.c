@@ -183,13 +183,6 @@ void ebb_collect(bool force)
         purge_run(true);
 }
 
-/* ---------------------------------------------------------------------------
- * The scavenger's visit to live heaps (purge.c, pass step 5). A heap whose
- * owner has taken no slow path for `idle_ms` and that received remote frees
- * gives up the pages whose blocks all came back. Only pages the owner's fast
- * paths cannot reach are taken (page.c, heap_steal_free_pages), and only with
- * the owner's lock, which the owner holds in every slow path.
- * ------------------------------------------------------------------------- */
 /*
  * Quiescing an idle heap. Some memory of a sleeping thread can only be given
  * back by acting as its owner: the page its fast paths pop from (which may

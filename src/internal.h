@@ -9,21 +9,26 @@
  * slices serving one size class (small pages) or one block (large pages). Each
  * thread owns a HEAP (reached through initial-exec TLS) and the segments it
  * allocated from: only the owner thread allocates from them, and a free by the
- * owner is a plain push on the page's local list. A free by any other thread is
+ * owner is a plain push on the page's free list. A free by any other thread is
  * one CAS on the page's `xthread_free` list, which the owner collects in its
  * slow path. Blocks too big for a segment (HUGE) are their own aligned mapping
  * with the same header at its start, so one mask also finds them; they grow and
  * shrink with mremap. When a thread exits its segments are ABANDONED; the next
- * thread that needs memory reclaims them.
+ * thread that needs memory reclaims them. Freed slices are purged after a delay
+ * by a background SCAVENGER (purge.c), which also collects what idle and
+ * exited threads hold (heap.c, "quiescing").
  *
  * Synchronization, in short (details next to each field):
  *   - owner-only fields: written and read only by the thread whose id is in the
  *     segment's `thread_id` (that thread holds its heap's `lock` in slow paths,
- *     only so that fork() can find the heap in a consistent state);
- *   - `xthread_free`, `free_slices`, `fresh_slices`: atomics any thread may touch,
- *     with the protocols written where they are used (page.c, segment.c);
- *   - global lists (abandoned segments, segment cache, heap pool): small locks
- *     (lock_t), never taken on a fast path.
+ *     so that fork() and the scavenger find the heap consistent), or by the
+ *     scavenger while it holds the heap quiesced (heap.c);
+ *   - `xthread_free`, `free_slices`, `dirty_slices`, `fresh_slices`: atomics any
+ *     thread may touch, with the protocols written where they are used (page.c,
+ *     segment.c, purge.c);
+ *   - global lists (abandoned segments, segment cache, heap pool, purge list,
+ *     huge cache): small locks (lock_t), never taken on a fast path; heap.c
+ *     gives the one order they nest in.
  */
 #ifndef EBB_INTERNAL_H
 #define EBB_INTERNAL_H
