@@ -221,13 +221,17 @@ static void heap_quiesce_init(void)
     }
 }
 
+/* Step 6. The direct slots are restored last, after every page write of
+ * step 5, so the owner's acquire load of a slot sees the page as left here
+ * (they stayed at page_empty throughout: heap_direct_update skips a revoked
+ * heap, and only the scavenger writes them until it unlocks). */
 static void heap_unquiesce(heap_t *h)
 {
     for (segment_t *seg = h->segments; seg; seg = seg->next)
         atomic_store_explicit(&seg->thread_id, h->thread_id, memory_order_release);
+    atomic_store_explicit(&h->revoked, 0, memory_order_release);
     for (unsigned cls = 0; cls < CLASS_COUNT; cls++)
         heap_direct_update(h, cls);
-    atomic_store_explicit(&h->revoked, 0, memory_order_release);
 }
 
 /* Steps 2-4, with h->lock held. */
@@ -349,4 +353,5 @@ static void fork_child(void)
         }
     }
     lock_release(&heap_pool_lock);
+    purge_fork_child_restart();
 }

@@ -486,6 +486,7 @@ void purge_fork_prepare_first(void);
 void purge_fork_prepare_last(void);
 void purge_fork_parent(void);
 void purge_fork_child(void);
+void purge_fork_child_restart(void);
 /* Tests and telemetry. */
 unsigned long purge_pass_count(void);
 unsigned long purge_wakeup_count(void);

@@ -62,8 +62,9 @@
  * and pthread_create takes the same lock — a free that started the thread
  * there would deadlock. Until the thread exists, passes run inline from
  * purge_poll when one is due. It blocks every signal and is detached: it
- * never keeps the process alive. In a forked child it does not exist;
- * purge_fork_child resets the state so that the child starts its own. With
+ * never keeps the process alive. In a forked child it does not exist: the
+ * child's fork handler starts a new one if the parent had one
+ * (purge_fork_child_restart), else the child starts it like any process. With
  * EBB_BACKGROUND=0, or if the thread cannot be created, passes run inline from
  * purge_poll when one is due (purges then happen only during allocator calls).
  */
@@ -346,9 +347,12 @@ void purge_poll(bool may_start)
 /* ---------------------------------------------------------------------------
  * fork: no pass runs across a fork, and the child starts with no thread.
  * ------------------------------------------------------------------------- */
+static bool thread_ran_before_fork;
+
 void purge_fork_prepare_first(void)
 {
     lock_acquire(&pass_lock);
+    thread_ran_before_fork = atomic_load(&thread_state) == THREAD_RUNNING;
 }
 
 void purge_fork_prepare_last(void)
@@ -373,4 +377,15 @@ void purge_fork_child(void)
         atomic_store(&thread_state, THREAD_NONE);
     if (atomic_load(&purge_work))
         atomic_store(&thread_wanted, 1);
+}
+
+/* The end of the child's fork handler, every lock of ours released: a child
+ * of a process that had a scavenger gets its own now. Waiting for an
+ * allocation would leave a child that only frees what it inherited, then
+ * idles, holding all of it (and free() must not start threads, see above);
+ * glibc has reset its own thread locks in the child before this runs. */
+void purge_fork_child_restart(void)
+{
+    if (thread_ran_before_fork && atomic_load(&thread_state) == THREAD_NONE)
+        purge_start_thread();
 }
