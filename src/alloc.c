@@ -62,12 +62,6 @@ static heap_t *heap_self(void)
     return heap;
 }
 
-/* A block of class `cls` for `heap`. */
-static void *alloc_class(heap_t *heap, unsigned cls)
-{
-    return page_alloc_slow(heap, cls);
-}
-
 /* A run of slices for one block; `zero` clears it unless it is fresh. */
 static void *alloc_large(heap_t *heap, size_t size, size_t alignment, bool zero)
 {
@@ -112,7 +106,7 @@ static void *alloc_generic(size_t size, size_t alignment, bool zero)
         while (cls < CLASS_COUNT && (class_block_size[cls] & (alignment - 1)) != 0)
             cls++;
         if (cls < CLASS_COUNT) {
-            p = alloc_class(heap, cls);
+            p = page_alloc_slow(heap, cls);
             if (p && zero)
                 memset(p, 0, size);
             goto done;
@@ -152,7 +146,7 @@ void *alloc_malloc_slow(size_t size)
             }
         }
         busy_leave();
-        void *p = alloc_class(heap, cls);
+        void *p = page_alloc_slow(heap, cls);
         if (ebb_likely(p != NULL))
             return p;
         errno = ENOMEM;

@@ -552,8 +552,9 @@ void page_adopt(heap_t *heap, page_t *page);
  * the pages the owner's fast paths cannot reach whose blocks all came back
  * through xthread_free. */
 void heap_steal_free_pages(heap_t *heap);
-/* Abandoned segment (no owner): collect remote frees; free the page if empty. */
-void page_collect_abandoned(page_t *page);
+/* Abandoned segment (no owner): collect remote frees; free the page if empty
+ * (then true). */
+bool page_collect_abandoned(page_t *page);
 /* Initialize the run starting at `page` as a large one-block page. */
 void page_init_large(heap_t *heap, page_t *page, size_t slices, bool zero);
 void heap_direct_update(heap_t *heap, unsigned cls);

@@ -438,13 +438,15 @@ void heap_steal_free_pages(heap_t *heap)
     }
 }
 
-void page_collect_abandoned(page_t *page)
+bool page_collect_abandoned(page_t *page)
 {
     page_collect(page); /* the exchange also clears XTHREAD_IN_FULL */
     atomic_fetch_and_explicit(&page->xthread_free, ~XTHREAD_IN_FULL, memory_order_relaxed);
     page->in_full = 0;
-    if (page->used == 0)
-        segment_free_run(page);
+    if (page->used != 0)
+        return false;
+    segment_free_run(page);
+    return true;
 }
 
 /* Owner: collect every page; free the empty ones (with `force` also the one
@@ -472,14 +474,9 @@ void heap_collect_pages(heap_t *heap, bool force)
 void page_adopt(heap_t *heap, page_t *page)
 {
     atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
-    page->in_full = 0;
     page->next = page->prev = NULL;
-    page_collect(page);
-    atomic_fetch_and_explicit(&page->xthread_free, ~XTHREAD_IN_FULL, memory_order_relaxed);
-    if (page->used == 0) {
-        segment_free_run(page);
+    if (page_collect_abandoned(page))
         return;
-    }
     queue_push_back(&heap->queues[page->class_idx], page);
     if (heap->queues[page->class_idx].first == page)
         heap_direct_update(heap, page->class_idx);
