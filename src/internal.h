@@ -491,6 +491,9 @@ void purge_fork_child_restart(void);
 unsigned long purge_pass_count(void);
 unsigned long purge_wakeup_count(void);
 int purge_thread_state(void);
+/* Tests: the creator of the scavenger sleeps `ms` between pthread_create and
+ * marking it running (the window of the STARTING state). */
+void purge_inject_start_delay(long ms);
 
 /* ---------------------------------------------------------------------------
  * segment.c — segments, the segment map, abandonment, the segment cache

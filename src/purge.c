@@ -44,7 +44,9 @@
  * The wake-up protocol. `purge_work` is 1 while a pass may have work.
  *   Any source of work: first records it (dirty bits, cache entry, flag), then
  *   purge_wake(): exchanges purge_work to 1 (seq_cst); if it was 0, signals
- *   the condition variable under wake_mutex.
+ *   the condition variable under wake_mutex — whenever the thread exists or
+ *   is being created (its creator marks it running only after pthread_create
+ *   returns, and by then the thread may be waiting already).
  *   Scavenger, after a pass that left nothing pending: stores purge_work = 0
  *   (seq_cst), then checks every source again (purge_pending); if one has work
  *   it sets purge_work back to 1 and runs another pass. Otherwise it waits,
@@ -89,6 +91,12 @@ static _Atomic(uint64_t) next_inline_pass_ms;
 
 static atomic_ulong pass_count;
 static atomic_ulong wakeup_count;
+static atomic_long start_delay_ms; /* tests: widen the window while STARTING */
+
+void purge_inject_start_delay(long ms)
+{
+    atomic_store(&start_delay_ms, ms);
+}
 
 unsigned long purge_pass_count(void)
 {
@@ -243,7 +251,11 @@ void purge_wake(void)
     if (atomic_exchange(&purge_work, 1) != 0)
         return;
     int state = atomic_load(&thread_state);
-    if (state == THREAD_RUNNING) {
+    if (state == THREAD_RUNNING || state == THREAD_STARTING) {
+        /* STARTING too: the new thread may already be running, and may have
+         * found nothing and be about to wait; a wake-up that skipped it
+         * would leave it asleep with purge_work = 1, and every later wake
+         * would see the 1 and not signal either. */
         pthread_mutex_lock(&wake_mutex);
         pthread_cond_signal(&wake_cond);
         pthread_mutex_unlock(&wake_mutex);
@@ -295,6 +307,9 @@ static void purge_start_thread(void)
     pthread_t tid;
     int rc = pthread_create(&tid, &attr, scavenger_main, NULL);
     pthread_attr_destroy(&attr);
+    long delay = atomic_load_explicit(&start_delay_ms, memory_order_relaxed);
+    if (ebb_unlikely(delay > 0))
+        os_sleep_ms(delay);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     atomic_store(&thread_state, rc == 0 ? THREAD_RUNNING : THREAD_FAILED);
     if (rc != 0) {

@@ -65,6 +65,7 @@ extern unsigned long os_purge_calls(void);
 extern unsigned long purge_pass_count(void);
 extern unsigned long purge_wakeup_count(void);
 extern int purge_thread_state(void);
+extern void purge_inject_start_delay(long ms);
 extern void purge_run(bool force);
 enum { STATE_NONE = 0, STATE_STARTING, STATE_RUNNING, STATE_FAILED, STATE_DISABLED };
 #endif
@@ -1812,6 +1813,64 @@ static void idle_process_gets_no_wakeups_and_thread_starts_lazily(void)
 }
 
 /* ---------------------------------------------------------------------------
+ * 4b. The wake-up protocol while the scavenger is being created. Its creator
+ * marks it running only after pthread_create returns; meanwhile the new thread
+ * may already wait for work. A free in that window must still wake it (a
+ * missed wake leaves purge_work at 1 and no later free signals again: nothing
+ * is ever purged; CI once failed every round of the race cases that way). The
+ * hook widens the window to 600 ms; a second thread frees a touched 16 MiB
+ * block inside it, and RSS must come back.
+ * ------------------------------------------------------------------------- */
+static struct {
+    void *block;
+    atomic_int freed;
+} window;
+
+static void *free_in_starting_window(void *arg)
+{
+    (void)arg;
+    while (purge_thread_state() != STATE_STARTING)
+        sleep_ms(1);
+    sleep_ms(250); /* the new thread found no work and waits */
+    CHECK(purge_thread_state() == STATE_STARTING,
+          "the free should fall inside the STARTING window (state 1); state is %d",
+          purge_thread_state());
+    free(window.block);
+    atomic_store(&window.freed, 1);
+    return NULL;
+}
+
+static void child_free_while_scavenger_starts_wakes_it(void)
+{
+    REQUIRE(purge_thread_state() == STATE_NONE, "no scavenger should exist yet; state %d",
+            purge_thread_state());
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, free_in_starting_window, NULL) == 0,
+            "pthread_create failed");
+    long base = rss_settled();
+    purge_inject_start_delay(600);
+    /* A huge block wants the scavenger; the next allocation starts it, and
+     * spends the 600 ms window inside malloc. */
+    window.block = malloc(16 * MiB);
+    REQUIRE(window.block != NULL, "malloc returned NULL");
+    touch(window.block, 16 * MiB, 1);
+    for (int i = 0; i < 100 && purge_thread_state() == STATE_NONE; i++)
+        free(malloc(256 * KiB));
+    purge_inject_start_delay(0);
+    pthread_join(t, NULL);
+    REQUIRE(atomic_load(&window.freed), "the helper did not free the block");
+    CHECK(purge_thread_state() == STATE_RUNNING, "the scavenger should be running (state 2); it is %d",
+          purge_thread_state());
+    expect_rss_back(base, 4 * MiB, rss_now(), "16 MiB freed while the scavenger was starting");
+}
+
+static void free_while_the_scavenger_starts_still_wakes_it(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_free_while_scavenger_starts_wakes_it", env, 30);
+}
+
+/* ---------------------------------------------------------------------------
  * 5. DESIGN ("when it cannot be created, ebb degrades to purging on slow
  * paths"): EBB_BACKGROUND=0 creates no thread, and memory is returned during
  * allocator calls, and only then.
@@ -2107,6 +2166,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_frees_racing_purge_passes_are_purged_not_unmapped),
     CHILD_CASE(child_fork_amid_racing_passes_purged_not_unmapped),
     CHILD_CASE(child_idle_process_gets_no_wakeups),
+    CHILD_CASE(child_free_while_scavenger_starts_wakes_it),
     CHILD_CASE(child_background_off_returns_memory_during_calls),
     CHILD_CASE(child_purge_method_free_works),
     CHILD_CASE(child_segment_cache_keeps_only_its_standby),
@@ -2138,6 +2198,7 @@ int main(int argc, char **argv)
     RUN_CASE(loop_of_1_mib_blocks_maps_o1);
     RUN_CASE(loop_of_4_mib_huge_blocks_maps_o1);
     RUN_CASE(idle_process_gets_no_wakeups_and_thread_starts_lazily);
+    RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
     RUN_CASE(background_off_creates_no_thread_and_purges_during_calls);
     RUN_CASE(purge_method_free_purges_and_memory_stays_sound);
     RUN_CASE(segment_cache_keeps_only_its_standby_after_the_unmap_delay);
