@@ -1,6 +1,6 @@
 # ebb — build, test, install.
 #
-#   make            build/libebb.so, build/libebb.a and the tools
+#   make            build/libebb.so, build/libebb.a and the tools (build/ebbrun)
 #   make test       build and run the whole test suite (tests/tests.mk)
 #   make bench      run the benchmark suite (bench/bench.mk)
 #   make install    PREFIX=/usr/local DESTDIR= : libraries, header, ebb.pc
@@ -59,13 +59,21 @@ $(BUILD)/ebb.pc: Makefile
 	printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\nName: ebb\nDescription: ebb memory allocator\nVersion: %s\nLibs: -L$${libdir} -lebb\nLibs.private: -lpthread\nCflags: -I$${includedir}\n' \
 	       '$(PREFIX)' '$(LIBDIR)' '$(INCDIR)' '$(VERSION)' > $@
 
-tools:
+# ebbrun shares the option table with the library (src/option_table.c), so its
+# --help and its checks are the library's own.
+tools: $(BUILD)/ebbrun
+
+$(BUILD)/ebbrun: tools/ebbrun.c src/option_table.c src/options.h
+	mkdir -p $(BUILD)
+	$(CC) -std=c11 -O2 -g $(WARN) -Isrc -DEBB_LIBDIR='"$(LIBDIR)"' $(EXTRA_CFLAGS) \
+	      tools/ebbrun.c src/option_table.c -o $@
 
 -include tests/tests.mk
 -include bench/bench.mk
 
-install: lib $(BUILD)/ebb.pc
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
+install: lib tools $(BUILD)/ebb.pc
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR)
+	install -m 755 $(BUILD)/ebbrun $(DESTDIR)$(BINDIR)/ebbrun
 	install -m 755 $(BUILD)/libebb.so $(DESTDIR)$(LIBDIR)/libebb.so.$(VERSION)
 	ln -sf libebb.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libebb.so.$(SOVERSION)
 	ln -sf libebb.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libebb.so
@@ -74,7 +82,7 @@ install: lib $(BUILD)/ebb.pc
 	install -m 644 $(BUILD)/ebb.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ebb.pc
 
 uninstall:
-	rm -f $(DESTDIR)$(LIBDIR)/libebb.so* $(DESTDIR)$(LIBDIR)/libebb.a \
+	rm -f $(DESTDIR)$(LIBDIR)/libebb.so* $(DESTDIR)$(LIBDIR)/libebb.a $(DESTDIR)$(BINDIR)/ebbrun \
 	      $(DESTDIR)$(INCDIR)/ebb.h $(DESTDIR)$(LIBDIR)/pkgconfig/ebb.pc
 
 clean:

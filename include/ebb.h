@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -111,6 +112,147 @@ EBB_API void ebb_collect(bool force);
  * ignored (ebb's behaviour is set by EBB_* environment variables). Returns 1,
  * glibc's "success". */
 EBB_API int ebb_mallopt(int param, int value);
+
+/* ---------------------------------------------------------------------------
+ * Telemetry
+ *
+ * Two questions come up when a process's RSS surprises its owner: how much does
+ * the allocator hold, and why? Is it the program's leak or the allocator's
+ * retention? ebb_stats_get answers the first cheaply; ebb_heap_walk explains
+ * every byte. Neither adds any work to malloc and free: they read what the
+ * allocator keeps anyway (page descriptors, segment bitmaps, OS counters).
+ *
+ * "Exact when quiescent": when no other thread is inside an allocator call, the
+ * value is exact. "Approximate": while other threads run, the value may mix
+ * moments (each part is read once, unlocked, and clamped so that it is never
+ * negative and never above the bytes it is part of). Both calls are safe to
+ * make at any time from any thread, concurrently with anything.
+ * ------------------------------------------------------------------------- */
+
+/* The layout of struct ebb_stats. A later version only appends fields. */
+#define EBB_STATS_VERSION 1
+
+struct ebb_stats {
+    /* In: EBB_STATS_VERSION as the caller was compiled. Out: the version ebb
+     * filled (the smaller of the caller's and its own). */
+    uint32_t version;
+    /* Out: bytes of this struct ebb filled. */
+    uint32_t size;
+
+    /* From the OS. */
+    uint64_t reserved_bytes;  /* address space mapped for ebb: segments, huge
+                                 blocks, caches, heap metadata (exact) */
+    uint64_t committed_bytes; /* of it, what may be resident: reserved minus what
+                                 was purged or never touched (approximate; an
+                                 upper bound on ebb's share of the RSS) */
+    /* Blocks. */
+    uint64_t live_bytes;      /* in live blocks, rounded to their size class;
+                                 huge blocks by their usable size (approximate) */
+    uint64_t live_blocks;     /* count of live blocks (approximate) */
+    uint64_t page_free_bytes; /* free blocks carved inside pages: fragmentation
+                                 and pages kept for reuse; malloc reuses them
+                                 first (approximate) */
+    uint64_t xthread_pending_bytes; /* blocks freed by another thread than the
+                                 page's owner, not yet collected by it; they
+                                 count as free, not live (approximate) */
+    uint64_t purgeable_bytes; /* free, still committed, waiting for the purge
+                                 delay: free slices and cached huge blocks not
+                                 purged yet (approximate) */
+    /* Huge blocks (above 2 MiB): live ones and the cache of freed ones. */
+    uint64_t huge_blocks;       /* exact */
+    uint64_t huge_bytes;        /* their mappings (exact) */
+    uint64_t huge_cached;       /* freed mappings kept for reuse (exact) */
+    uint64_t huge_cached_bytes; /* exact */
+    /* Segments (4 MiB) and thread heaps. */
+    uint64_t segments;           /* mapped, cached and abandoned ones too (exact) */
+    uint64_t segments_cached;    /* entirely free, kept for reuse (exact) */
+    uint64_t segments_abandoned; /* left by exited threads, not reclaimed (exact) */
+    uint64_t heaps_alive;        /* threads with a heap (exact) */
+    uint64_t heaps_pooled;       /* heap slots ready for new threads (exited
+                                    threads' heaps and never used ones) */
+    /* Activity since the process started (each exact). */
+    uint64_t os_map_calls;    /* memory requests (mmap, growing mremap) */
+    uint64_t os_unmap_calls;
+    uint64_t os_purge_calls;  /* madvise(MADV_DONTNEED or MADV_FREE) */
+    uint64_t os_purged_bytes;
+    uint64_t purge_passes;       /* passes of the purge/scavenge logic */
+    uint64_t scavenger_wakeups;  /* times the background thread woke for work */
+    uint32_t scavenger_running;  /* 1 if the background thread exists */
+    uint32_t reserved0;
+};
+
+/* Fill *stats. The caller sets stats->version = EBB_STATS_VERSION first.
+ * Returns 0, or -1 with errno = EINVAL if stats is NULL or its version is 0.
+ * Takes a few short locks (and waits for a purge pass in progress, so that it
+ * never sees one half-done) and reads every segment's page descriptors
+ * (microseconds per segment); it never allocates. */
+EBB_API int ebb_stats_get(struct ebb_stats *stats);
+
+/* The walk. One summary per heap, then one for the whole process. */
+#define EBB_HEAP_WALK_VERSION 1
+#define EBB_WALK_CLASS_MAX 64
+
+enum ebb_heap_kind {
+    EBB_HEAP_THREAD = 1,    /* a live thread's heap */
+    EBB_HEAP_ABANDONED = 2, /* segments of exited threads, not yet reclaimed */
+    EBB_HEAP_HUGE = 3,      /* huge blocks (no thread owns them) */
+    EBB_HEAP_TOTAL = 4      /* the sum of all of the above: the last summary */
+};
+
+struct ebb_class_summary {
+    uint64_t block_size;  /* 0: the class is unused here */
+    uint64_t pages;       /* pages serving this class */
+    uint64_t empty_pages; /* of them, with no live block (kept for reuse) */
+    uint64_t used_blocks; /* live blocks */
+    uint64_t free_blocks; /* carved and free (remote frees included) */
+    uint64_t page_bytes;  /* the pages' size */
+};
+
+struct ebb_heap_summary {
+    uint32_t version; /* EBB_HEAP_WALK_VERSION */
+    uint32_t kind;    /* enum ebb_heap_kind */
+    uint64_t thread;  /* an id of the owner thread (its thread pointer); 0 if none */
+    uint64_t segments;
+    uint64_t committed_bytes;  /* as in ebb_stats */
+    uint64_t live_bytes;
+    uint64_t live_blocks;
+    uint64_t page_free_bytes;
+    uint64_t xthread_pending_bytes;
+    uint64_t purgeable_bytes;  /* as in ebb_stats (free slices not purged yet) */
+    uint64_t free_slice_bytes; /* free slices in the segments (purged or not) */
+    uint64_t largest_free_run; /* bytes of the largest run of free slices in one
+                                  segment: the largest block it can serve
+                                  without mapping more */
+    uint64_t large_blocks;     /* blocks of 128 KiB..2 MiB (slice runs) */
+    uint64_t large_bytes;
+    double fragmentation;      /* committed_bytes / live_bytes (0 if no live) */
+    uint32_t class_count;      /* entries used in classes[] */
+    uint32_t blocks_exact;     /* 1 if every live block of this heap was visited
+                                  (0: its owner kept running an allocator call
+                                  and the walk could not pause it; see below) */
+    struct ebb_class_summary classes[EBB_WALK_CLASS_MAX];
+};
+
+/* Called once per heap summary; the struct is valid during the call only. */
+typedef void (*ebb_heap_visit_fn)(const struct ebb_heap_summary *heap, void *arg);
+/* Called once per live block: its address and usable size. */
+typedef void (*ebb_block_visit_fn)(void *block, size_t usable_size, void *arg);
+
+/* Walk every heap through the segment list. on_heap (may be NULL) gets one
+ * summary per thread heap, one for abandoned segments and one for huge blocks
+ * (when there are any), then the EBB_HEAP_TOTAL summary. on_block (may be NULL)
+ * gets every live block, before its heap's summary.
+ * Consistency: each heap is summarized under its lock, so its pages cannot
+ * change kind; counts are exact when its owner is quiescent. To visit blocks
+ * the walk pauses each owner (the owner's next allocator call waits until its
+ * heap is done; the same protocol the background thread uses to collect an
+ * idle heap), so the blocks are exact for each heap at the moment it is
+ * visited; frees from other threads may still arrive meanwhile.
+ * Callbacks must not allocate or free through ebb (no malloc, free, stdio that
+ * allocates, ...): the walk holds allocator locks, and a paused owner is
+ * waiting. Write into memory prepared beforehand and use write(2).
+ * Returns 0, or -1 with errno = EINVAL if both callbacks are NULL. */
+EBB_API int ebb_heap_walk(ebb_heap_visit_fn on_heap, ebb_block_visit_fn on_block, void *arg);
 
 #ifdef __cplusplus
 }

@@ -64,6 +64,14 @@ static void process_init(void)
         sched_yield();
 }
 
+/* A program that never allocates still gets its EBB_* options read (and a
+ * bad one reported) and its EBB_STATS report; usually the first malloc came
+ * long before this constructor and it returns at once. */
+__attribute__((constructor)) static void process_init_at_load(void)
+{
+    process_init();
+}
+
 /* ---------------------------------------------------------------------------
  * The heap pool
  * ------------------------------------------------------------------------- */
@@ -297,6 +305,56 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
         }
     }
     lock_release(&heap_pool_lock);
+}
+
+/* ---------------------------------------------------------------------------
+ * Telemetry (walk.c): each heap in use, under its lock, optionally quiesced
+ * like an idle heap above so that its free lists hold still. An owner busy in
+ * a lock-free path is retried a few times (it finishes within microseconds,
+ * or waits for this lock, which is why the lock is dropped between tries).
+ * ------------------------------------------------------------------------- */
+void heap_for_each(void (*fn)(heap_t *h, bool paused, void *arg), void *arg, bool pause)
+{
+    lock_acquire(&heap_pool_lock);
+    for (heap_t *h = heap_all; h; h = h->all_next) {
+        if (!h->in_use)
+            continue;
+        lock_acquire(&h->lock);
+        /* Our own fast paths are not running; and an owner that cleared
+         * `busy` has exited (it emptied the heap and never touches it again). */
+        bool own = h == tls.heap || h->busy == NULL;
+        bool paused = own;
+        for (int tries = 0; pause && !own && !paused && tries < 50; tries++) {
+            paused = heap_quiesce(h);
+            if (!paused && quiesce_ready) {
+                lock_release(&h->lock);
+                sched_yield();
+                lock_acquire(&h->lock);
+            } else if (!paused) {
+                break; /* no membarrier: cannot pause at all */
+            }
+        }
+        fn(h, paused, arg);
+        if (paused && !own)
+            heap_unquiesce(h);
+        lock_release(&h->lock);
+    }
+    lock_release(&heap_pool_lock);
+}
+
+void heap_counts(size_t *alive, size_t *pooled)
+{
+    size_t a = 0, p = 0;
+    lock_acquire(&heap_pool_lock);
+    for (heap_t *h = heap_all; h; h = h->all_next) {
+        if (h->in_use)
+            a++;
+        else
+            p++;
+    }
+    lock_release(&heap_pool_lock);
+    *alive = a;
+    *pooled = p;
 }
 
 bool heap_scavenge_pending(void)

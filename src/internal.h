@@ -425,6 +425,12 @@ void os_no_huge_pages(void *p, size_t size);
 uint64_t os_now_ms(void);
 void os_sleep_ms(long ms);
 void os_write_stderr(const char *s, size_t len);
+/* Open `path` for appending (created 0644); -1 on failure. errno is kept. */
+int os_open_append(const char *path);
+/* Write all of s (retrying short writes); errors are ignored. */
+void os_write_fd(int fd, const char *s, size_t len);
+void os_close(int fd);
+int os_getpid(void);
 /* Read up to cap bytes of a file; returns the count (0 on any error). */
 size_t os_read_file(const char *path, char *buf, size_t cap);
 unsigned long os_purge_calls(void);
@@ -435,31 +441,38 @@ bool os_membarrier_register(void);
 void os_membarrier(void);
 /* Counters (relaxed atomics; exact when quiescent). */
 size_t os_mapped_bytes(void);
+unsigned long os_unmap_calls(void);
+unsigned long os_purged_bytes(void);
 /* Tests: see tests/test_oom.c. */
 void os_inject_failures(long skip, long count);
 unsigned long os_map_calls(void);
 
 /* ---------------------------------------------------------------------------
+ * text.c — formatting into a fixed buffer, written to a file descriptor
+ * ------------------------------------------------------------------------- */
+typedef struct text_s {
+    char buf[512];
+    size_t len;
+    int fd;
+} text_t;
+void text_init(text_t *t, int fd);
+void text_add(text_t *t, const char *s);
+void text_add_n(text_t *t, const char *s, size_t n);
+void text_add_u64(text_t *t, uint64_t v, unsigned width);
+void text_add_long(text_t *t, long v);
+void text_add_mib(text_t *t, uint64_t bytes);
+void text_add_ratio(text_t *t, double r);
+void text_flush(text_t *t);
+
+/* ---------------------------------------------------------------------------
  * options.c — the only code that reads the environment (EBB_* variables)
  * ------------------------------------------------------------------------- */
-typedef enum {
-    OPT_PURGE_DELAY,  /* ms; 0 = at once, -1 = never */
-    OPT_PURGE_METHOD, /* 0 = MADV_DONTNEED, 1 = MADV_FREE */
-    OPT_UNMAP_DELAY,  /* ms */
-    OPT_BACKGROUND,   /* 0/1 */
-    OPT_COUNT
-} option_id_t;
+#include "options.h"
 
-typedef struct option_desc_s {
-    const char *name;
-    long def, min, max;
-    const char *const *choices; /* NULL-terminated names of 0, 1, ...; or NULL */
-    const char *doc;
-} option_desc_t;
-
-extern const option_desc_t option_table[OPT_COUNT];
 void options_init(void);
 long option_get(option_id_t id);
+/* A text option (EBB_STATS_FILE), or NULL when unset. */
+const char *option_get_text(option_id_t id);
 
 /* ---------------------------------------------------------------------------
  * purge.c — delayed purge, the scavenger thread and its wake-up protocol
@@ -491,6 +504,7 @@ void purge_fork_child_restart(void);
 unsigned long purge_pass_count(void);
 unsigned long purge_wakeup_count(void);
 int purge_thread_state(void);
+bool purge_thread_running(void);
 /* Tests: the creator of the scavenger sleeps `ms` between pthread_create and
  * marking it running (the window of the STARTING state). */
 void purge_inject_start_delay(long ms);
@@ -621,19 +635,55 @@ void huge_fork_lock(void);
 void huge_fork_unlock(void);
 
 /* ---------------------------------------------------------------------------
- * stats.c — what ebb holds (glibc's reporting calls; ebb_stats_get later)
+ * stats.c, walk.c — telemetry (ebb_stats_get, ebb_heap_walk, EBB_STATS)
+ *
+ * These read other threads' owner-only fields (page counts, free lists)
+ * without synchronization, on purpose: each value is read once, clamped, and a
+ * pointer read that way is followed only after checking that it lies inside
+ * its page, so a racing owner can make a number stale but never make the
+ * reader fault or loop. ebb_racy_reader marks such functions for
+ * ThreadSanitizer (which would otherwise report the races they accept).
  * ------------------------------------------------------------------------- */
-typedef struct ebb_glibc_stats_s {
-    size_t segments;      /* normal segments mapped */
-    size_t segment_bytes; /* their address space */
-    size_t live_bytes;    /* in live small and large blocks (size-class rounded) */
-    size_t huge_count;    /* live huge blocks */
-    size_t huge_bytes;    /* their mappings */
-    size_t mapped_bytes;  /* everything mapped, caches included */
-} ebb_glibc_stats_t;
-void stats_collect(ebb_glibc_stats_t *out);
-/* Walk every segment (under segments_lock). */
-void segment_walk_live(size_t *segments, size_t *segment_bytes, size_t *live_bytes);
-void huge_live(size_t *count, size_t *bytes);
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+#define ebb_racy_reader __attribute__((noinline, no_sanitize("thread")))
+#else
+#define ebb_racy_reader __attribute__((noinline))
+#endif
+
+/* Add one segment's pages and slices to a summary (walk.c uses it per heap,
+ * stats.c for the process). */
+void stats_tally_segment(segment_t *seg, struct ebb_heap_summary *sum);
+/* Add the live huge blocks to a summary. */
+void stats_tally_huge(struct ebb_heap_summary *sum);
+/* Finish a summary: the ratio fields. */
+void stats_summary_finish(struct ebb_heap_summary *sum);
+/* The snapshot, for glibc's reporting calls (override.c); also the live bytes
+ * in segments (huge blocks excluded). */
+void stats_snapshot(struct ebb_stats *st, uint64_t *segment_live_bytes);
+/* Process start: report a bad combination of options. */
+void stats_init(void);
+/* The scavenger: print a one-line sample to the stats output. */
+void stats_print_sample(void);
+/* Visit segments: all of them (under the segment list's lock), or the
+ * abandoned ones (under the abandoned list's lock). */
+void segment_for_each(void (*fn)(segment_t *seg, void *arg), void *arg);
+void segment_for_each_abandoned(void (*fn)(segment_t *seg, void *arg), void *arg);
+void segment_counts(size_t *cached, size_t *abandoned);
+typedef struct huge_counts_s {
+    size_t live, live_bytes, live_usable_bytes;
+    size_t cached, cached_bytes, cached_committed_bytes, cached_unpurged_bytes;
+} huge_counts_t;
+void huge_counts(huge_counts_t *out);
+/* Visit the live huge blocks (under the huge lock: they cannot be freed or
+ * moved meanwhile). */
+void huge_for_each_live(void (*fn)(segment_t *seg, void *arg), void *arg);
+/* Visit every heap in use, under its lock; with `pause`, quiesced (heap.c)
+ * unless it is the caller's own: `paused` tells whether that succeeded. The
+ * caller holds the purge exclusion (purge_exclusive_begin). */
+void heap_for_each(void (*fn)(heap_t *h, bool paused, void *arg), void *arg, bool pause);
+void heap_counts(size_t *alive, size_t *pooled);
+/* No purge pass runs (and the scavenger quiesces no heap) until _end. */
+void purge_exclusive_begin(void);
+void purge_exclusive_end(void);
 
 #endif /* EBB_INTERNAL_H */

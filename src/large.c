@@ -44,26 +44,55 @@ static void huge_layout(size_t alignment, size_t *offset, size_t *map_align, siz
     }
 }
 
-static lock_t huge_lock = LOCK_INIT; /* the cache */
-static atomic_size_t huge_live_count; /* live huge blocks (not cached) */
-static atomic_size_t huge_live_bytes;
+static lock_t huge_lock = LOCK_INIT; /* the cache and the live list */
+/* Under huge_lock: the live huge blocks, linked through seg->next/prev (which
+ * only normal segments use otherwise), for the heap walk and the statistics. */
+static segment_t *huge_live_first;
+static size_t huge_live_count;
+static size_t huge_live_bytes; /* their mappings */
 
-void huge_live(size_t *count, size_t *bytes)
+static void huge_link_live_locked(segment_t *seg)
 {
-    *count = atomic_load_explicit(&huge_live_count, memory_order_relaxed);
-    *bytes = atomic_load_explicit(&huge_live_bytes, memory_order_relaxed);
+    seg->prev = NULL;
+    seg->next = huge_live_first;
+    if (huge_live_first)
+        huge_live_first->prev = seg;
+    huge_live_first = seg;
+    huge_live_count++;
+    huge_live_bytes += seg->map_size;
+}
+
+static void huge_unlink_live_locked(segment_t *seg)
+{
+    if (seg->prev)
+        seg->prev->next = seg->next;
+    else
+        huge_live_first = seg->next;
+    if (seg->next)
+        seg->next->prev = seg->prev;
+    seg->next = seg->prev = NULL;
+    huge_live_count--;
+    huge_live_bytes -= seg->map_size;
 }
 
 static void huge_count_live(segment_t *seg, bool add)
 {
-    if (add) {
-        atomic_fetch_add_explicit(&huge_live_count, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&huge_live_bytes, seg->map_size, memory_order_relaxed);
-    } else {
-        atomic_fetch_sub_explicit(&huge_live_count, 1, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&huge_live_bytes, seg->map_size, memory_order_relaxed);
-    }
+    lock_acquire(&huge_lock);
+    if (add)
+        huge_link_live_locked(seg);
+    else
+        huge_unlink_live_locked(seg);
+    lock_release(&huge_lock);
 }
+
+void huge_for_each_live(void (*fn)(segment_t *seg, void *arg), void *arg)
+{
+    lock_acquire(&huge_lock);
+    for (segment_t *seg = huge_live_first; seg; seg = seg->next)
+        fn(seg, arg);
+    lock_release(&huge_lock);
+}
+
 static segment_t *huge_cache[HUGE_CACHE_MAX]; /* oldest first */
 static size_t huge_count;
 static size_t huge_bytes;
@@ -185,6 +214,29 @@ void huge_free(segment_t *seg)
     purge_wake();
 }
 
+void huge_counts(huge_counts_t *out)
+{
+    *out = (huge_counts_t){0};
+    size_t hdr = os_info.page_size;
+    lock_acquire(&huge_lock);
+    out->live = huge_live_count;
+    out->live_bytes = huge_live_bytes;
+    for (segment_t *seg = huge_live_first; seg; seg = seg->next)
+        out->live_usable_bytes += seg->map_size - seg->block_offset;
+    out->cached = huge_count;
+    out->cached_bytes = huge_bytes;
+    for (size_t i = 0; i < huge_count; i++) {
+        segment_t *seg = huge_cache[i];
+        if (seg->huge_purged) {
+            out->cached_committed_bytes += hdr;
+        } else {
+            out->cached_committed_bytes += seg->map_size;
+            out->cached_unpurged_bytes += seg->map_size - seg->block_offset;
+        }
+    }
+    lock_release(&huge_lock);
+}
+
 bool huge_cache_pending(void)
 {
     lock_acquire(&huge_lock);
@@ -238,6 +290,15 @@ size_t huge_usable_size(segment_t *seg)
     return seg->map_size - seg->block_offset;
 }
 
+/* A mapping resized in place: its size, with the live total, under the lock. */
+static void huge_set_size(segment_t *seg, size_t map_size)
+{
+    lock_acquire(&huge_lock);
+    huge_live_bytes = huge_live_bytes - seg->map_size + map_size;
+    seg->map_size = map_size;
+    lock_release(&huge_lock);
+}
+
 void *huge_realloc(segment_t *seg, void *p, size_t size)
 {
     size_t ps = os_info.page_size;
@@ -251,13 +312,11 @@ void *huge_realloc(segment_t *seg, void *p, size_t size)
     if (new_total < old_total) {
         if (!os_remap_inplace(seg, old_total, new_total))
             return NULL;
-        atomic_fetch_sub_explicit(&huge_live_bytes, old_total - new_total, memory_order_relaxed);
-        seg->map_size = new_total;
+        huge_set_size(seg, new_total);
         return p;
     }
     if (os_remap_inplace(seg, old_total, new_total)) {
-        atomic_fetch_add_explicit(&huge_live_bytes, new_total - old_total, memory_order_relaxed);
-        seg->map_size = new_total;
+        huge_set_size(seg, new_total);
         return p;
     }
     size_t off, map_align, align_offset;
@@ -266,14 +325,16 @@ void *huge_realloc(segment_t *seg, void *p, size_t size)
     if (target == NULL)
         return NULL;
     segment_map_set(seg, false);
+    huge_count_live(seg, false); /* its header moves with the mapping */
     if (!os_remap_move(seg, old_total, new_total, target)) {
+        huge_count_live(seg, true);
         segment_map_set(seg, true);
         os_unreserve(target, new_total);
         return NULL;
     }
     seg = target;
     seg->map_size = new_total;
-    atomic_fetch_add_explicit(&huge_live_bytes, new_total - old_total, memory_order_relaxed);
+    huge_count_live(seg, true);
     segment_map_set(seg, true);
     return (uint8_t *)seg + offset;
 }

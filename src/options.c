@@ -1,9 +1,9 @@
 /*
  * options.c — the only code that reads the environment.
  *
- * Every EBB_* variable is one row of option_table: its name, default, range
- * and one line of documentation; the parser and the documentation both read the
- * table, so they cannot drift apart. Options are read once, at the first
+ * Every EBB_* variable is one row of option_table (option_table.c): its name,
+ * default, range and one line of documentation; this parser and ebbrun --help
+ * both read the table, so they cannot drift apart. Options are read once, at the first
  * allocator call of the process, from `environ` (or /proc/self/environ when the
  * C library has not set `environ` yet), without allocating. A malformed value
  * or an unknown EBB_* name is reported once on stderr, and the default is kept.
@@ -14,66 +14,19 @@
 
 extern char **environ;
 
-static const char *const purge_method_names[] = {"dontneed", "free", NULL};
+static long option_values[OPT_COUNT];
+static const char *option_texts[OPT_COUNT];
+static bool options_loaded;
 
-const option_desc_t option_table[OPT_COUNT] = {
-    [OPT_PURGE_DELAY] = {"EBB_PURGE_DELAY", 50, -1, 3600000, NULL,
-                         "ms a free page waits before it is returned to the OS "
-                         "(0: at once, -1: never)"},
-    [OPT_PURGE_METHOD] = {"EBB_PURGE_METHOD", 0, 0, 1, purge_method_names,
-                          "how pages are returned: dontneed (RSS drops at once) or "
-                          "free (MADV_FREE: the kernel takes them under pressure)"},
-    [OPT_UNMAP_DELAY] = {"EBB_UNMAP_DELAY", 1000, 0, 3600000, NULL,
-                         "ms an entirely free segment or huge block stays mapped "
-                         "(purged) before it is unmapped"},
-    [OPT_BACKGROUND] = {"EBB_BACKGROUND", 1, 0, 1, NULL,
-                        "1: a background thread purges when the program is idle; "
-                        "0: purge only during allocator calls"},
-};
-
-static long option_values[OPT_COUNT] = {
-    [OPT_PURGE_DELAY] = 50,
-    [OPT_PURGE_METHOD] = 0,
-    [OPT_UNMAP_DELAY] = 1000,
-    [OPT_BACKGROUND] = 1,
-};
-
+/* Before options_init (the first allocator call) the defaults apply. */
 long option_get(option_id_t id)
 {
-    return option_values[id];
+    return ebb_likely(options_loaded) ? option_values[id] : option_table[id].def;
 }
 
-/* A small append-only text buffer for messages (no allocation). */
-typedef struct text_s {
-    char buf[512];
-    size_t len;
-} text_t;
-
-static void text_add(text_t *t, const char *s)
+const char *option_get_text(option_id_t id)
 {
-    while (*s && t->len < sizeof t->buf - 1)
-        t->buf[t->len++] = *s++;
-}
-
-static void text_add_long(text_t *t, long v)
-{
-    char digits[24];
-    size_t n = 0;
-    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
-    do {
-        digits[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        text_add(t, "-");
-    while (n)
-        t->buf[t->len < sizeof t->buf - 1 ? t->len++ : t->len] = digits[--n];
-}
-
-static void text_flush(text_t *t)
-{
-    t->buf[t->len] = '\0';
-    os_write_stderr(t->buf, t->len);
+    return option_texts[id];
 }
 
 /* Parse a decimal integer (optional sign); false if `s` is not one. */
@@ -99,7 +52,12 @@ static void option_set_from_text(option_id_t id, const char *value)
     const option_desc_t *d = &option_table[id];
     long v;
     bool ok = false;
-    if (d->choices) {
+    if (d->is_text) {
+        if (*value != '\0') {
+            option_texts[id] = value; /* environ (or env_copy) outlives us */
+            return;
+        }
+    } else if (d->choices) {
         for (long i = 0; d->choices[i]; i++) {
             if (strcmp(value, d->choices[i]) == 0) {
                 v = i;
@@ -113,12 +71,15 @@ static void option_set_from_text(option_id_t id, const char *value)
         option_values[id] = v;
         return;
     }
-    text_t t = {.len = 0};
+    text_t t;
+    text_init(&t, 2);
     text_add(&t, "ebb: ");
     text_add(&t, d->name);
     text_add(&t, "=");
     text_add(&t, value);
-    if (d->choices) {
+    if (d->is_text) {
+        text_add(&t, ": expected a file name; ignored");
+    } else if (d->choices) {
         text_add(&t, ": expected one of");
         for (long i = 0; d->choices[i]; i++) {
             text_add(&t, " ");
@@ -154,18 +115,19 @@ static void options_consider(const char *entry)
             return;
         }
     }
-    text_t t = {.len = 0};
+    text_t t;
+    text_init(&t, 2);
     text_add(&t, "ebb: unknown option ");
-    for (size_t i = 0; i < name_len && i < 64; i++) {
-        char c[2] = {entry[i], '\0'};
-        text_add(&t, c);
-    }
+    text_add_n(&t, entry, name_len < 64 ? name_len : 64);
     text_add(&t, " (ignored; README.md lists the options)\n");
     text_flush(&t);
 }
 
 void options_init(void)
 {
+    for (int id = 0; id < OPT_COUNT; id++)
+        option_values[id] = option_table[id].def;
+    options_loaded = true;
     if (environ) {
         for (char **e = environ; *e; e++)
             options_consider(*e);

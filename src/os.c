@@ -21,7 +21,9 @@ os_info_t os_info = {.page_size = 4096};
 
 static atomic_size_t mapped_bytes;
 static atomic_ulong map_calls;
+static atomic_ulong unmap_calls;
 static atomic_ulong purge_calls;
+static atomic_ulong purged_bytes;
 
 /* Failure injection (tests only): after `inject_skip` more successful
  * requests, fail `inject_count` requests (negative: all of them). */
@@ -71,6 +73,41 @@ void os_write_stderr(const char *s, size_t len)
     }
 }
 
+int os_open_append(const char *path)
+{
+    int saved = errno;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    errno = saved;
+    return fd;
+}
+
+void os_write_fd(int fd, const char *s, size_t len)
+{
+    int saved = errno;
+    while (len > 0) {
+        ssize_t w = write(fd, s, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        s += w;
+        len -= (size_t)w;
+    }
+    errno = saved;
+}
+
+void os_close(int fd)
+{
+    int saved = errno;
+    close(fd);
+    errno = saved;
+}
+
+int os_getpid(void)
+{
+    return (int)getpid();
+}
+
 uint64_t os_now_ms(void)
 {
     struct timespec ts;
@@ -109,6 +146,16 @@ void os_inject_failures(long skip, long count)
 {
     atomic_store(&inject_skip, skip);
     atomic_store(&inject_count, count);
+}
+
+unsigned long os_unmap_calls(void)
+{
+    return atomic_load_explicit(&unmap_calls, memory_order_relaxed);
+}
+
+unsigned long os_purged_bytes(void)
+{
+    return atomic_load_explicit(&purged_bytes, memory_order_relaxed);
 }
 
 unsigned long os_map_calls(void)
@@ -193,6 +240,7 @@ void os_unreserve(void *p, size_t size)
 
 void os_unmap(void *p, size_t size)
 {
+    atomic_fetch_add_explicit(&unmap_calls, 1, memory_order_relaxed);
     if (munmap(p, size) == 0)
         atomic_fetch_sub_explicit(&mapped_bytes, size, memory_order_relaxed);
 }
@@ -225,6 +273,7 @@ bool os_remap_move(void *p, size_t old_size, size_t new_size, void *target)
 bool os_purge(void *p, size_t size)
 {
     atomic_fetch_add_explicit(&purge_calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&purged_bytes, size, memory_order_relaxed);
     int saved = errno;
     bool zeroed = true;
     if (option_get(OPT_PURGE_METHOD) == 1 && madvise(p, size, MADV_FREE) == 0)

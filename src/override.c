@@ -69,22 +69,30 @@ EBB_EXPORT void *__libc_memalign(size_t alignment, size_t size) { return ebb_mem
 EBB_EXPORT void *__libc_valloc(size_t size) { return ebb_valloc(size); }
 EBB_EXPORT void *__libc_pvalloc(size_t size) { return ebb_pvalloc(size); }
 
-/* glibc's reporting calls, filled from stats.c. glibc's arena vocabulary maps
- * onto ebb as: arena = segment address space, hblks/hblkhd = huge blocks,
- * uordblks = live bytes, fordblks = free bytes inside segments. */
+/* glibc's reporting calls, filled from the snapshot (stats.c). glibc's
+ * vocabulary maps onto ebb as:
+ *   arena    committed bytes outside huge mappings (segments, metadata)
+ *   ordblks  segments            hblks/hblkhd  huge blocks / their mappings
+ *   uordblks live bytes in segments (so uordblks + hblkhd ~ all in use)
+ *   fordblks arena - uordblks    keepcost      bytes waiting to be purged
+ * so the usual "in use = uordblks + hblkhd" and "free = fordblks" hold. */
 EBB_EXPORT struct mallinfo2 mallinfo2(void)
 {
-    ebb_glibc_stats_t s;
-    stats_collect(&s);
+    struct ebb_stats st;
+    uint64_t seg_live;
+    stats_snapshot(&st, &seg_live);
+    uint64_t arena = st.committed_bytes > st.huge_bytes ? st.committed_bytes - st.huge_bytes : 0;
+    if (arena < seg_live)
+        arena = seg_live;
     struct mallinfo2 mi = {0};
-    mi.arena = s.segment_bytes;
-    mi.ordblks = s.segments;
-    mi.hblks = s.huge_count;
-    mi.hblkhd = s.huge_bytes;
-    mi.uordblks = s.live_bytes;
-    mi.fordblks = s.segment_bytes > s.live_bytes ? s.segment_bytes - s.live_bytes : 0;
+    mi.arena = arena;
+    mi.ordblks = st.segments;
+    mi.hblks = st.huge_blocks;
+    mi.hblkhd = st.huge_bytes;
+    mi.uordblks = seg_live;
+    mi.fordblks = arena - seg_live;
     mi.usmblks = 0;
-    mi.keepcost = 0;
+    mi.keepcost = st.purgeable_bytes;
     return mi;
 }
 
@@ -106,41 +114,29 @@ EBB_EXPORT struct mallinfo mallinfo(void)
     return mi;
 }
 
-/* Decimal without stdio (malloc_stats must not allocate). */
-static size_t fmt_size(char *out, size_t v)
-{
-    char tmp[24];
-    size_t n = 0, len = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        out[len++] = tmp[--n];
-    return len;
-}
-
-static size_t fmt_line(char *out, const char *label, size_t v)
-{
-    size_t len = strlen(label);
-    memcpy(out, label, len);
-    len += fmt_size(out + len, v);
-    out[len++] = '\n';
-    return len;
-}
-
+/* glibc prints per-arena totals; ebb prints its snapshot's main lines, without
+ * stdio (malloc_stats must not allocate). */
 EBB_EXPORT void malloc_stats(void)
 {
-    ebb_glibc_stats_t s;
-    stats_collect(&s);
-    char buf[512];
-    size_t n = 0;
-    n += fmt_line(buf + n, "ebb segments:       ", s.segments);
-    n += fmt_line(buf + n, "system bytes     = ", s.mapped_bytes);
-    n += fmt_line(buf + n, "in use bytes     = ", s.live_bytes + s.huge_bytes);
-    n += fmt_line(buf + n, "huge blocks      = ", s.huge_count);
-    n += fmt_line(buf + n, "huge bytes       = ", s.huge_bytes);
-    os_write_stderr(buf, n);
+    struct ebb_stats st;
+    uint64_t seg_live;
+    stats_snapshot(&st, &seg_live);
+    text_t t;
+    text_init(&t, 2);
+    text_add(&t, "ebb segments:       ");
+    text_add_u64(&t, st.segments, 0);
+    text_add(&t, "\nsystem bytes     = ");
+    text_add_u64(&t, st.committed_bytes, 0);
+    text_add(&t, "\nin use bytes     = ");
+    text_add_u64(&t, st.live_bytes, 0);
+    text_add(&t, "\nhuge blocks      = ");
+    text_add_u64(&t, st.huge_blocks, 0);
+    text_add(&t, "\nhuge bytes       = ");
+    text_add_u64(&t, st.huge_bytes, 0);
+    text_add(&t, "\nreserved bytes   = ");
+    text_add_u64(&t, st.reserved_bytes, 0);
+    text_add(&t, "\n");
+    text_flush(&t);
 }
 
 EBB_EXPORT int malloc_info(int options, FILE *fp)
@@ -149,15 +145,20 @@ EBB_EXPORT int malloc_info(int options, FILE *fp)
         errno = EINVAL;
         return -1;
     }
-    ebb_glibc_stats_t s;
-    stats_collect(&s);
+    struct ebb_stats st;
+    uint64_t seg_live;
+    stats_snapshot(&st, &seg_live);
     fprintf(fp,
             "<malloc version=\"ebb-%s\">\n"
-            "<system type=\"current\" size=\"%zu\"/>\n"
-            "<segments count=\"%zu\" size=\"%zu\" live=\"%zu\"/>\n"
-            "<huge count=\"%zu\" size=\"%zu\"/>\n"
+            "<system type=\"current\" size=\"%llu\"/>\n"
+            "<system type=\"reserved\" size=\"%llu\"/>\n"
+            "<segments count=\"%llu\" live=\"%llu\"/>\n"
+            "<huge count=\"%llu\" size=\"%llu\"/>\n"
+            "<total type=\"live\" size=\"%llu\"/>\n"
             "</malloc>\n",
-            ebb_version(), s.mapped_bytes, s.segments, s.segment_bytes, s.live_bytes,
-            s.huge_count, s.huge_bytes);
+            ebb_version(), (unsigned long long)st.committed_bytes,
+            (unsigned long long)st.reserved_bytes, (unsigned long long)st.segments,
+            (unsigned long long)seg_live, (unsigned long long)st.huge_blocks,
+            (unsigned long long)st.huge_bytes, (unsigned long long)st.live_bytes);
     return 0;
 }

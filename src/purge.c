@@ -16,7 +16,8 @@
  * Passes run one at a time (pass_lock) and, while anything is pending, one
  * purge delay apart; so a slice is purged between one and two delays after it
  * was freed. With no pending work the scavenger sleeps on a condition variable
- * with no timeout: an idle process gets no wake-ups.
+ * with no timeout: an idle process gets no wake-ups (unless EBB_STATS_INTERVAL
+ * asks for periodic samples, which the scavenger prints).
  *
  * The purge-list protocol. A free must never be left unpurged because a pass
  * was running when it happened (the race of seeds/002_055b8aef5e6a65c3.txt).
@@ -73,6 +74,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -113,6 +115,11 @@ int purge_thread_state(void)
     return atomic_load_explicit(&thread_state, memory_order_relaxed);
 }
 
+bool purge_thread_running(void)
+{
+    return atomic_load_explicit(&thread_state, memory_order_relaxed) == THREAD_RUNNING;
+}
+
 static long purge_delay_ms(void)
 {
     return option_get(OPT_PURGE_DELAY);
@@ -122,6 +129,9 @@ void purge_init(void)
 {
     if (!option_get(OPT_BACKGROUND))
         atomic_store(&thread_state, THREAD_DISABLED);
+    else if (option_get(OPT_STATS_INTERVAL) > 0)
+        purge_want_thread(); /* the samples come from the scavenger */
+    stats_init();
 }
 
 /* ---------------------------------------------------------------------------
@@ -241,6 +251,16 @@ void purge_run(bool force)
     lock_release(&pass_lock);
 }
 
+void purge_exclusive_begin(void)
+{
+    lock_acquire(&pass_lock);
+}
+
+void purge_exclusive_end(void)
+{
+    lock_release(&pass_lock);
+}
+
 /* ---------------------------------------------------------------------------
  * Waking and the scavenger thread
  * ------------------------------------------------------------------------- */
@@ -264,14 +284,53 @@ void purge_wake(void)
     }
 }
 
+/* EBB_STATS_INTERVAL: print a sample if one is due; the next deadline. */
+static uint64_t sample_if_due(uint64_t next_ms, long interval_ms)
+{
+    uint64_t now = os_now_ms();
+    if (interval_ms <= 0 || now < next_ms)
+        return next_ms;
+    stats_print_sample();
+    return now + (uint64_t)interval_ms;
+}
+
+/* Wait (wake_mutex held) until purge_work is set, or until `deadline_ms` when
+ * samples are due (UINT64_MAX: no deadline, no timed wake-ups at all). */
+static void scavenger_wait(uint64_t deadline_ms)
+{
+    while (!atomic_load(&purge_work)) {
+        if (deadline_ms == UINT64_MAX) {
+            pthread_cond_wait(&wake_cond, &wake_mutex);
+            continue;
+        }
+        uint64_t now = os_now_ms();
+        if (now >= deadline_ms)
+            return;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
+        uint64_t wait_ms = deadline_ms - now;
+        ts.tv_sec += (time_t)(wait_ms / 1000);
+        ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&wake_cond, &wake_mutex, &ts);
+    }
+}
+
 static void *scavenger_main(void *arg)
 {
     (void)arg;
+    long interval = option_get(OPT_STATS_INTERVAL);
+    uint64_t next_sample = interval > 0 ? os_now_ms() + (uint64_t)interval : UINT64_MAX;
     for (;;) {
         pthread_mutex_lock(&wake_mutex);
-        while (!atomic_load(&purge_work))
-            pthread_cond_wait(&wake_cond, &wake_mutex);
+        scavenger_wait(next_sample);
         pthread_mutex_unlock(&wake_mutex);
+        next_sample = sample_if_due(next_sample, interval);
+        if (!atomic_load(&purge_work))
+            continue; /* woke only for a sample */
         atomic_fetch_add_explicit(&wakeup_count, 1, memory_order_relaxed);
 
         /* Work is pending: pass, one delay apart, until none is left. */
@@ -281,6 +340,7 @@ static void *scavenger_main(void *arg)
             lock_acquire(&pass_lock);
             bool pending = purge_pass_locked(false);
             lock_release(&pass_lock);
+            next_sample = sample_if_due(next_sample, interval);
             if (pending)
                 continue;
             atomic_store(&purge_work, 0);

@@ -590,27 +590,33 @@ bool segment_purge(segment_t *seg, bool force)
  * The walk (stats.c). Descriptors are read without the owners' help: the
  * result is exact only when other threads are quiescent.
  * ------------------------------------------------------------------------- */
-void segment_walk_live(size_t *segments, size_t *segment_bytes, size_t *live_bytes)
+void segment_for_each(void (*fn)(segment_t *seg, void *arg), void *arg)
 {
-    size_t n = 0, live = 0;
     lock_acquire(&segments_lock);
-    for (segment_t *seg = all_segments; seg; seg = seg->all_next) {
-        n++;
-        uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
-        for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
-            page_t *page = &seg->pages[i];
-            if ((free_mask >> i) & 1 || page->slice_offset != 0)
-                continue;
-            if (page->kind == PAGE_SMALL)
-                live += (size_t)page->used * page->block_size;
-            else if (page->kind == PAGE_LARGE)
-                live += page->block_size;
-        }
-    }
+    for (segment_t *seg = all_segments; seg; seg = seg->all_next)
+        fn(seg, arg);
     lock_release(&segments_lock);
-    *segments = n;
-    *segment_bytes = n * SEGMENT_SIZE;
-    *live_bytes = live;
+}
+
+void segment_for_each_abandoned(void (*fn)(segment_t *seg, void *arg), void *arg)
+{
+    lock_acquire(&abandoned_lock);
+    for (segment_t *seg = abandoned_first; seg; seg = seg->next)
+        fn(seg, arg);
+    lock_release(&abandoned_lock);
+}
+
+void segment_counts(size_t *cached, size_t *abandoned)
+{
+    lock_acquire(&cache_lock);
+    *cached = cache_count;
+    lock_release(&cache_lock);
+    size_t n = 0;
+    lock_acquire(&abandoned_lock);
+    for (segment_t *seg = abandoned_first; seg; seg = seg->next)
+        n++;
+    lock_release(&abandoned_lock);
+    *abandoned = n;
 }
 
 /* ---------------------------------------------------------------------------

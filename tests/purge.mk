@@ -1,14 +1,8 @@
-# tests/purge.mk — the memory-return tests (tests/test_purge.c), in the style of
-# tests/tests.mk, which is meant to include this file (`-include tests/purge.mk`)
-# and to source tests/purge_tests.sh from tests/run_tests.sh.
+# tests/purge.mk — the memory-return tests (tests/test_purge.c), included by
+# tests/tests.mk; tests/run_tests.sh runs them through tests/purge_tests.sh.
 #
 #   make purge-build   build the three programs into build/tests/
-#   make purge-test    build them and run them through tests/run_tests.sh
-#                      (once it sources tests/purge_tests.sh)
-#
-# Until tests/tests.mk includes this file, build with
-#   make -f Makefile -f tests/purge.mk purge-build
-# (PURGE_CHECK_DIR: where check.h is, tests/ by default.)
+#   make purge-test    build them and run only them through tests/run_tests.sh
 #
 # Three programs from one source:
 #   test_purge        -lebb: ebb is the process allocator (the RSS scenarios)
@@ -56,8 +50,6 @@ purge-build: lib $(PURGE_PROGS)
 test-build: purge-build
 
 purge-test: purge-build
-	@grep -q 'purge_tests.sh' tests/run_tests.sh || \
-	 { echo "tests/run_tests.sh does not source tests/purge_tests.sh yet"; exit 2; }
 	@TEST_BUILD=$(PURGE_ABS_BUILD) TEST_ONLY=purge bash tests/run_tests.sh
 
 $(PURGE_TEST_DIR)/test_purge: tests/test_purge.c $(PURGE_HDRS) $(BUILD)/libebb.so

@@ -126,6 +126,11 @@ run_test threads_asan_ubsan 400 \
 run_test threads_tsan 400 \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     -- "$T/test_threads_tsan"
+run_test stats 300 -- "$T/test_stats"
+run_test stats_tsan 400 \
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    -- "$T/test_stats_tsan"
+run_test ebbrun 300 -- bash tests/test_ebbrun.sh
 run_test programs_preload_loaded 60 -- bash tests/test_programs.sh loaded
 run_test programs_python 300 -- bash tests/test_programs.sh python
 run_test programs_gcc 300 -- bash tests/test_programs.sh gcc

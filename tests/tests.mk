@@ -37,7 +37,7 @@ TEST_HDRS := tests/check.h include/ebb.h
 
 TEST_PROGS := $(addprefix $(TEST_DIR)/,test_api test_threads test_thread_churn test_fork \
                 test_first_call test_oom libctor.so test_ctor test_ctor_preload test_static \
-                test_static_full test_threads_asan test_threads_tsan)
+                test_static_full test_threads_asan test_threads_tsan test_stats test_stats_tsan)
 
 # Run a build command; on failure keep its output in $@.fail instead of failing.
 # $(1): the command.
@@ -49,7 +49,7 @@ define test_soft_build
 endef
 
 .PHONY: test test-build
-test: lib test-build
+test: lib tools test-build
 	@TEST_BUILD=$(TEST_ABS_BUILD) bash tests/run_tests.sh
 
 test-build: lib $(TEST_PROGS)
@@ -111,6 +111,18 @@ $(TEST_DIR)/test_threads_tsan: tests/test_threads.c $(TEST_HDRS) $(SAN_SRCS) $(w
 ifeq ($(SAN_HAVE),yes)
 	$(call test_soft_build,$(SAN_CC) $(SAN_CFLAGS) -fsanitize=thread \
 	    tests/test_threads.c $(SAN_SRCS) -o $@ -lpthread)
+else
+	@mkdir -p $(@D); echo "$(SAN_CC) not installed: no sanitizer build" > $@.skip
+endif
+
+$(TEST_DIR)/test_stats: tests/test_stats.c $(TEST_HDRS) $(BUILD)/libebb.so
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
+
+# Snapshots and walks racing a stress, on the ebb_ names, under TSan.
+$(TEST_DIR)/test_stats_tsan: tests/test_stats.c $(TEST_HDRS) $(SAN_SRCS) $(wildcard src/*.h)
+ifeq ($(SAN_HAVE),yes)
+	$(call test_soft_build,$(SAN_CC) $(SAN_CFLAGS) -DSTATS_EBB_NAMES -fsanitize=thread \
+	    tests/test_stats.c $(SAN_SRCS) -o $@ -lpthread)
 else
 	@mkdir -p $(@D); echo "$(SAN_CC) not installed: no sanitizer build" > $@.skip
 endif

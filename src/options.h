@@ -1,0 +1,33 @@
+/*
+ * options.h — the table of EBB_* variables, shared by the library (options.c
+ * parses the environment with it) and by tools/ebbrun.c (whose --help prints
+ * it), so that the documentation cannot drift from the parser. Standalone: it
+ * needs nothing else of ebb's internals.
+ */
+#ifndef EBB_OPTIONS_H
+#define EBB_OPTIONS_H
+
+#include <stdbool.h>
+
+typedef enum {
+    OPT_PURGE_DELAY,    /* ms; 0 = at once, -1 = never */
+    OPT_PURGE_METHOD,   /* 0 = MADV_DONTNEED, 1 = MADV_FREE */
+    OPT_UNMAP_DELAY,    /* ms */
+    OPT_BACKGROUND,     /* 0/1 */
+    OPT_STATS,          /* 0/1: the report at exit */
+    OPT_STATS_FILE,     /* text: where reports and samples go (stderr if unset) */
+    OPT_STATS_INTERVAL, /* ms; 0 = no periodic samples */
+    OPT_COUNT
+} option_id_t;
+
+typedef struct option_desc_s {
+    const char *name;
+    long def, min, max;         /* numeric options */
+    const char *const *choices; /* NULL-terminated names of 0, 1, ...; or NULL */
+    bool is_text;               /* the value is text (a path), not a number */
+    const char *doc;            /* one line for README.md and ebbrun --help */
+} option_desc_t;
+
+extern const option_desc_t option_table[OPT_COUNT];
+
+#endif /* EBB_OPTIONS_H */

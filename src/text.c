@@ -1,0 +1,89 @@
+/*
+ * text.c — formatting without stdio, for every message and report ebb writes
+ * (option errors, malloc_stats, the EBB_STATS report). stdio may allocate, and
+ * these run inside the allocator or at exit; so text is built in a fixed buffer
+ * that is written to a file descriptor whenever it fills and at text_flush.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+void text_init(text_t *t, int fd)
+{
+    t->len = 0;
+    t->fd = fd;
+}
+
+void text_flush(text_t *t)
+{
+    if (t->len > 0)
+        os_write_fd(t->fd, t->buf, t->len);
+    t->len = 0;
+}
+
+void text_add(text_t *t, const char *s)
+{
+    for (; *s; s++) {
+        if (t->len == sizeof t->buf)
+            text_flush(t);
+        t->buf[t->len++] = *s;
+    }
+}
+
+void text_add_n(text_t *t, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && s[i]; i++) {
+        char c[2] = {s[i], '\0'};
+        text_add(t, c);
+    }
+}
+
+/* Right-aligned in `width` columns (0: as long as needed). */
+void text_add_u64(text_t *t, uint64_t v, unsigned width)
+{
+    char digits[24];
+    unsigned n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (unsigned i = n; i < width; i++)
+        text_add(t, " ");
+    char s[24];
+    for (unsigned i = 0; i < n; i++)
+        s[i] = digits[n - 1 - i];
+    s[n] = '\0';
+    text_add(t, s);
+}
+
+void text_add_long(text_t *t, long v)
+{
+    if (v < 0) {
+        text_add(t, "-");
+        text_add_u64(t, 0ul - (unsigned long)v, 0);
+    } else {
+        text_add_u64(t, (uint64_t)v, 0);
+    }
+}
+
+/* Bytes as MiB with one decimal ("12.3 MiB"). */
+void text_add_mib(text_t *t, uint64_t bytes)
+{
+    uint64_t tenths = (bytes * 10 + (1u << 19)) >> 20;
+    text_add_u64(t, tenths / 10, 0);
+    text_add(t, ".");
+    text_add_u64(t, tenths % 10, 0);
+    text_add(t, " MiB");
+}
+
+/* A ratio with two decimals. */
+void text_add_ratio(text_t *t, double r)
+{
+    if (!(r >= 0) || r > 1e12)
+        r = 0;
+    uint64_t hundredths = (uint64_t)(r * 100 + 0.5);
+    text_add_u64(t, hundredths / 100, 0);
+    text_add(t, ".");
+    text_add_u64(t, (hundredths / 10) % 10, 0);
+    text_add_u64(t, hundredths % 10, 0);
+}

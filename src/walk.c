@@ -1,0 +1,178 @@
+/*
+ * walk.c — ebb_heap_walk: every heap summarized (per size class: pages, used
+ * and free blocks, empty pages; fragmentation; the largest free run), and,
+ * on request, every live block visited.
+ *
+ * The walk holds the purge exclusion for its whole length, so no purge pass
+ * or scavenger visit runs meanwhile, then visits, in the lock order of heap.c:
+ *   1. each thread heap, under its lock (its pages cannot change kind, its
+ *      segment list cannot change); to visit blocks, the heap is also paused
+ *      with the scavenger's quiescing protocol (heap.c), so that its free
+ *      lists hold still — except the caller's own heap, whose owner is busy
+ *      walking;
+ *   2. the abandoned segments, under the abandoned list's lock (no thread can
+ *      reclaim one meanwhile);
+ *   3. the huge blocks, under the huge lock (none can be freed or moved);
+ *   4. the whole process: every segment (cached ones too) and the huge blocks,
+ *      summarized without pausing anyone.
+ * A live block is a carved block that is neither on its page's free list nor
+ * on its remote-free list. Remote frees keep arriving during the walk (only at
+ * a list's head, so the part already read stays valid); a block freed that
+ * way after its list was read is reported live, as it was a moment before.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct walk_s {
+    ebb_heap_visit_fn on_heap;
+    ebb_block_visit_fn on_block;
+    void *arg;
+    bool all_exact;
+    struct ebb_heap_summary sum; /* the summary being built */
+} walk_t;
+
+/* The most blocks a small page holds (16-byte blocks in one slice). */
+#define PAGE_BLOCKS_MAX (SLICE_SIZE / MIN_ALIGN)
+
+/* Mark the blocks on one free list in `is_free`; stops at anything that is not
+ * a block of this page (a corrupted link must not send the walk astray). */
+ebb_racy_reader static void mark_free_list(const block_t *b, uintptr_t start, size_t bs, size_t capacity,
+                           uint64_t *is_free)
+{
+    for (size_t n = 0; b != NULL && n < capacity; n++) {
+        uintptr_t x = (uintptr_t)b;
+        if (x < start || x >= start + capacity * bs || (x - start) % bs != 0)
+            return;
+        size_t i = (x - start) / bs;
+        is_free[i / 64] |= (uint64_t)1 << (i % 64);
+        b = b->next;
+    }
+}
+
+/* The page's owner is paused (or is us), or the segment is abandoned and
+ * its list locked: `free` holds still, `xthread_free` only grows at its head.
+ * (Racy reader only for ThreadSanitizer, which cannot see the pause: it is
+ * ordered by membarrier, heap.c.) */
+ebb_racy_reader static void visit_small_page_blocks(walk_t *w, page_t *page)
+{
+    size_t bs = page->block_size;
+    size_t capacity = page->capacity;
+    if (bs == 0 || capacity == 0 || capacity > PAGE_BLOCKS_MAX)
+        return;
+    uintptr_t start = (uintptr_t)page_start(page);
+    uint64_t is_free[PAGE_BLOCKS_MAX / 64];
+    memset(is_free, 0, (capacity + 63) / 64 * sizeof is_free[0]);
+    mark_free_list(page->free, start, bs, capacity, is_free);
+    uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
+    mark_free_list((const block_t *)(x & ~XTHREAD_IN_FULL), start, bs, capacity, is_free);
+    for (size_t i = 0; i < capacity; i++) {
+        if (!((is_free[i / 64] >> (i % 64)) & 1))
+            w->on_block((void *)(start + i * bs), bs, w->arg);
+    }
+}
+
+static void visit_segment_blocks(walk_t *w, segment_t *seg)
+{
+    uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
+    for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
+        page_t *page = &seg->pages[i];
+        if ((free_mask >> i) & 1 || page->slice_offset != 0)
+            continue;
+        if (page->kind == PAGE_SMALL)
+            visit_small_page_blocks(w, page);
+        else if (page->kind == PAGE_LARGE)
+            w->on_block(page_start(page), page->block_size, w->arg);
+    }
+}
+
+static void summary_begin(walk_t *w, uint32_t kind, uint64_t thread)
+{
+    memset(&w->sum, 0, sizeof w->sum);
+    w->sum.kind = kind;
+    w->sum.thread = thread;
+    w->sum.blocks_exact = 1;
+}
+
+static void summary_end(walk_t *w)
+{
+    stats_summary_finish(&w->sum);
+    if (w->on_heap)
+        w->on_heap(&w->sum, w->arg);
+}
+
+/* 1. */
+static void walk_heap(heap_t *h, bool paused, void *arg)
+{
+    walk_t *w = arg;
+    summary_begin(w, EBB_HEAP_THREAD, h->thread_id);
+    for (segment_t *seg = h->segments; seg; seg = seg->next) {
+        stats_tally_segment(seg, &w->sum);
+        if (w->on_block && paused)
+            visit_segment_blocks(w, seg);
+    }
+    if (w->on_block && !paused) {
+        w->sum.blocks_exact = 0;
+        w->all_exact = false;
+    }
+    summary_end(w);
+}
+
+/* 2. */
+static void walk_abandoned_segment(segment_t *seg, void *arg)
+{
+    walk_t *w = arg;
+    stats_tally_segment(seg, &w->sum);
+    if (w->on_block)
+        visit_segment_blocks(w, seg);
+}
+
+/* 3. */
+static void walk_huge_block(segment_t *seg, void *arg)
+{
+    walk_t *w = arg;
+    if (w->on_block)
+        w->on_block((uint8_t *)seg + seg->block_offset, seg->map_size - seg->block_offset, w->arg);
+}
+
+/* 4. */
+static void walk_any_segment(segment_t *seg, void *arg)
+{
+    stats_tally_segment(seg, arg);
+}
+
+EBB_API int ebb_heap_walk(ebb_heap_visit_fn on_heap, ebb_block_visit_fn on_block, void *arg)
+{
+    if (on_heap == NULL && on_block == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* Static: the summary is 3 KiB, too much for a small thread stack; the
+     * purge exclusion makes walks one at a time. */
+    static walk_t w;
+    purge_exclusive_begin();
+    w = (walk_t){.on_heap = on_heap, .on_block = on_block, .arg = arg, .all_exact = true};
+
+    heap_for_each(walk_heap, &w, on_block != NULL);
+
+    summary_begin(&w, EBB_HEAP_ABANDONED, 0);
+    segment_for_each_abandoned(walk_abandoned_segment, &w);
+    if (w.sum.segments > 0)
+        summary_end(&w);
+
+    summary_begin(&w, EBB_HEAP_HUGE, 0);
+    stats_tally_huge(&w.sum);
+    if (w.sum.live_blocks > 0) {
+        huge_for_each_live(walk_huge_block, &w);
+        summary_end(&w);
+    }
+
+    summary_begin(&w, EBB_HEAP_TOTAL, 0);
+    segment_for_each(walk_any_segment, &w.sum);
+    stats_tally_huge(&w.sum);
+    w.sum.blocks_exact = w.all_exact;
+    summary_end(&w);
+    purge_exclusive_end();
+    return 0;
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# test_ebbrun.sh — build/ebbrun end to end, and the reports it asks ebb for.
+#
+# Cases (each prints [ RUN ] / [  OK  ] / [ FAIL ] like the C tests):
+#   help_lists_every_option            --help names every EBB_* row of
+#                                      src/option_table.c, with its range
+#   stats_report_at_exit_is_parsable   --stats on python3 (PYTHONMALLOC=malloc):
+#                                      the report is on stderr, framed by its
+#                                      header and end marker, every field a
+#                                      number, committed >= live, a class table;
+#                                      the program's own output is unchanged
+#   stats_file_gets_the_report         --stats-file: the report goes to the
+#                                      file and not to stderr
+#   interval_samples_while_running     --stats-interval 50 on a 0.5 s program:
+#                                      several one-line samples, time-ordered
+#   interval_needs_the_background      EBB_BACKGROUND=0 with an interval: one
+#                                      clear message
+#   malformed_options_are_reported_once  by ebb (EBB_PURGE_DELAY=abc, EBB_NOPE=1
+#                                      in the environment: one line each, once)
+#                                      and by ebbrun (exit 2 before running)
+#   preload_reaches_child_processes    a shell started by ebbrun runs a child
+#                                      that also has ebb loaded
+#   installed_ebbrun_finds_its_library make install DESTDIR=...: the installed
+#                                      ebbrun runs a program with the installed
+#                                      library
+#   missing_program_and_bad_usage      exit 127 for a missing program, 2 for
+#                                      no program or an unknown flag
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${TEST_BUILD:-$ROOT/build}
+EBBRUN=$BUILD/ebbrun
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ebb-ebbrun.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+export LC_ALL=C
+cases=0 failed_cases=0 case_failed=0 name=""
+
+fail() { echo "    FAILED [$name]: $*"; case_failed=1; }
+begin() { name=$1; case_failed=0; cases=$((cases + 1)); echo "[ RUN  ] $name"; }
+end() {
+    if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+        echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+}
+
+[ -x "$EBBRUN" ] || { echo "FAILED: $EBBRUN was not built (make builds it)"; exit 1; }
+# Debian's python3 itself: a python3 found first in PATH may be a wrapper
+# script (pyenv) that starts many processes, each with its own report.
+PY=/usr/bin/python3
+[ -x $PY ] || { echo "$PY not installed"; exit 77; }
+
+# A small allocation-heavy program with a known output.
+cat >"$TMP/work.py" <<'EOF'
+import sys, time
+d = {i: str(i) * 10 for i in range(200000)}
+l = [bytearray(1000) for _ in range(2000)]
+print(len(d), sum(len(v) for v in d.values()), len(l))
+if len(sys.argv) > 1:
+    time.sleep(float(sys.argv[1]))
+EOF
+
+# -------------------------------------------------------------------------
+begin help_lists_every_option
+"$EBBRUN" --help >"$TMP/help" 2>&1 || fail "--help exited $?"
+names=$(sed -n 's/.*{"\(EBB_[A-Z_]*\)".*/\1/p' "$ROOT/src/option_table.c")
+[ -n "$names" ] || fail "could not read the option names from src/option_table.c"
+for n in $names; do
+    grep -q "^  $n " "$TMP/help" || fail "--help does not document $n"
+done
+echo "    info: $(echo $names | wc -w) options documented"
+grep -q -- "--purge-delay MS" "$TMP/help" || fail "--help does not show --purge-delay"
+grep -q "(-1 to 3600000; default 50)" "$TMP/help" || fail "--help does not show EBB_PURGE_DELAY's range"
+end
+
+# -------------------------------------------------------------------------
+begin stats_report_at_exit_is_parsable
+PYTHONMALLOC=malloc $PY "$TMP/work.py" >"$TMP/plain.out" 2>&1
+PYTHONMALLOC=malloc "$EBBRUN" --stats -- $PY "$TMP/work.py" >"$TMP/ebb.out" 2>"$TMP/ebb.err"
+rc=$?
+[ $rc -eq 0 ] || fail "the program exited $rc under ebbrun"
+cmp -s "$TMP/plain.out" "$TMP/ebb.out" || fail "the program's stdout changed under ebbrun"
+head -n 1 "$TMP/ebb.err" | grep -Eq '^== ebb stats: pid [0-9]+, ebb [0-9.]+, at exit ==$' ||
+    fail "no report header on stderr; stderr starts: $(head -n 2 "$TMP/ebb.err")"
+grep -q '^== end of ebb stats ==$' "$TMP/ebb.err" || fail "no end marker: the report is truncated"
+field() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
+for f in reserved_bytes committed_bytes live_bytes live_blocks page_free_bytes \
+         xthread_pending_bytes purgeable_bytes huge_blocks huge_bytes segments heaps_alive \
+         os_map_calls os_purge_calls purge_passes; do
+    v=$(field $f "$TMP/ebb.err")
+    [[ $v =~ ^[0-9]+$ ]] || fail "field $f is not a number: '$v'"
+done
+live=$(field live_bytes "$TMP/ebb.err"); committed=$(field committed_bytes "$TMP/ebb.err")
+reserved=$(field reserved_bytes "$TMP/ebb.err")
+# Python frees its objects before exit, so little is live; but the 40 MB it
+# used took several segments, which the report must show.
+segs=$(field segments "$TMP/ebb.err")
+[ "${segs:-0}" -ge 2 ] || fail "python used ~40 MB: expected >= 2 segments in the report, got '$segs'"
+[ "${committed:-0}" -ge "${live:-1}" ] || fail "committed $committed < live $live"
+[ "${reserved:-0}" -ge "${committed:-1}" ] || fail "reserved $reserved < committed $committed"
+rows=$(awk '/^class  block_size/ { t = 1; next } /^large / { t = 0 } t && NF == 7' "$TMP/ebb.err" | wc -l)
+[ "$rows" -ge 3 ] || fail "expected a size-class table with rows; found $rows rows"
+bad=$(awk '/^class  block_size/ { t = 1; next } /^large / { t = 0 }
+           t && NF == 7 && ($5 + $6) * $2 > $7 { print }' "$TMP/ebb.err")
+[ -z "$bad" ] || fail "class rows with more blocks than their pages hold: $bad"
+echo "    info: live $live, committed $committed, reserved $reserved bytes; $rows class rows"
+end
+
+# -------------------------------------------------------------------------
+begin stats_file_gets_the_report
+rm -f "$TMP/report.txt"
+PYTHONMALLOC=malloc "$EBBRUN" --stats --stats-file "$TMP/report.txt" -- $PY "$TMP/work.py" \
+    >/dev/null 2>"$TMP/file.err"
+grep -q '^== end of ebb stats ==$' "$TMP/report.txt" 2>/dev/null || fail "the report is not in the file"
+grep -q 'ebb stats' "$TMP/file.err" && fail "the report also went to stderr"
+"$EBBRUN" --stats --stats-file "$TMP/nodir/x.txt" -- true 2>"$TMP/nodir.err"
+grep -q "EBB_STATS_FILE=$TMP/nodir/x.txt: cannot open" "$TMP/nodir.err" ||
+    fail "an unwritable EBB_STATS_FILE should be reported; stderr: $(head -n 2 "$TMP/nodir.err")"
+grep -q '^== end of ebb stats ==$' "$TMP/nodir.err" || fail "...and the report should go to stderr instead"
+end
+
+# -------------------------------------------------------------------------
+begin interval_samples_while_running
+PYTHONMALLOC=malloc "$EBBRUN" --stats-interval 50 -- $PY "$TMP/work.py" 0.5 >/dev/null 2>"$TMP/samples"
+n=$(grep -c '^ebb-sample: ms=[0-9]* reserved=[0-9]* committed=[0-9]* live=[0-9]*' "$TMP/samples")
+[ "$n" -ge 4 ] || fail "expected >= 4 samples in 0.5 s at 50 ms; got $n: $(head -n 3 "$TMP/samples")"
+sorted=$(grep '^ebb-sample' "$TMP/samples" | sed 's/^ebb-sample: ms=\([0-9]*\).*/\1/' | sort -n -c 2>&1)
+[ -z "$sorted" ] || fail "sample times are not increasing"
+echo "    info: $n samples"
+end
+
+# -------------------------------------------------------------------------
+begin interval_needs_the_background
+EBB_BACKGROUND=0 "$EBBRUN" --stats-interval 50 -- true 2>"$TMP/nobg"
+c=$(grep -c 'EBB_STATS_INTERVAL needs the background thread' "$TMP/nobg")
+[ "$c" -eq 1 ] || fail "expected one message about EBB_BACKGROUND=0; got $c: $(cat "$TMP/nobg")"
+end
+
+# -------------------------------------------------------------------------
+begin malformed_options_are_reported_once
+EBB_PURGE_DELAY=abc EBB_NOPE=1 EBB_PURGE_METHOD=sometimes "$EBBRUN" -- sh -c 'echo hi' \
+    >"$TMP/m.out" 2>"$TMP/m.err"
+[ "$(cat "$TMP/m.out")" = "hi" ] || fail "the program should still run"
+c=$(grep -c '^ebb: EBB_PURGE_DELAY=abc: expected a whole number from -1 to 3600000; using 50$' "$TMP/m.err")
+[ "$c" -eq 1 ] || fail "EBB_PURGE_DELAY=abc: expected the message once, got $c: $(cat "$TMP/m.err")"
+c=$(grep -c '^ebb: unknown option EBB_NOPE' "$TMP/m.err")
+[ "$c" -eq 1 ] || fail "EBB_NOPE: expected the message once, got $c"
+c=$(grep -c '^ebb: EBB_PURGE_METHOD=sometimes: expected one of dontneed free' "$TMP/m.err")
+[ "$c" -eq 1 ] || fail "EBB_PURGE_METHOD=sometimes: expected the message once, got $c"
+"$EBBRUN" --purge-delay soon -- true 2>"$TMP/r.err"
+rc=$?
+[ $rc -eq 2 ] || fail "ebbrun --purge-delay soon should exit 2; exited $rc"
+grep -q 'EBB_PURGE_DELAY=soon: expected a whole number from -1 to 3600000' "$TMP/r.err" ||
+    fail "ebbrun should say why: $(cat "$TMP/r.err")"
+"$EBBRUN" --set EBB_PURGE_METHOD=fast -- true 2>"$TMP/s.err"
+[ $? -eq 2 ] || fail "--set EBB_PURGE_METHOD=fast should exit 2"
+"$EBBRUN" --set EBB_WHATEVER=1 -- true 2>"$TMP/w.err"
+[ $? -eq 2 ] && grep -q 'EBB_WHATEVER: not an ebb option' "$TMP/w.err" ||
+    fail "--set EBB_WHATEVER=1: exit 2 with a message; got: $(cat "$TMP/w.err")"
+end
+
+# -------------------------------------------------------------------------
+begin preload_reaches_child_processes
+out=$("$EBBRUN" -- sh -c 'grep -c libebb /proc/self/maps')
+[ "${out:-0}" -ge 1 ] || fail "a child of the program should have libebb mapped; grep -c said '$out'"
+LD_PRELOAD=/nonexistent-on-purpose.so "$EBBRUN" -- sh -c 'echo "$LD_PRELOAD"' >"$TMP/p.out" 2>/dev/null
+grep -q "libebb.so:/nonexistent-on-purpose.so" "$TMP/p.out" ||
+    fail "ebbrun should put ebb first and keep the old LD_PRELOAD: $(cat "$TMP/p.out")"
+end
+
+# -------------------------------------------------------------------------
+begin installed_ebbrun_finds_its_library
+if make -s -C "$ROOT" install DESTDIR="$TMP/dest" PREFIX=/opt/ebb BUILD="$BUILD" >"$TMP/install.log" 2>&1; then
+    inst=$TMP/dest/opt/ebb/bin/ebbrun
+    [ -x "$inst" ] || fail "make install did not install bin/ebbrun"
+    out=$("$inst" -- sh -c 'grep libebb /proc/self/maps | head -n 1')
+    echo "$out" | grep -q "$TMP/dest/opt/ebb/lib/libebb.so" ||
+        fail "the installed ebbrun should preload the installed library; maps: $out"
+else
+    fail "make install failed: $(tail -n 5 "$TMP/install.log")"
+fi
+end
+
+# -------------------------------------------------------------------------
+begin missing_program_and_bad_usage
+"$EBBRUN" -- /nonexistent/program 2>"$TMP/x.err"
+rc=$?
+[ $rc -eq 127 ] || fail "a missing program: exit 127 expected, got $rc"
+grep -q 'cannot run /nonexistent/program' "$TMP/x.err" || fail "no message for a missing program"
+"$EBBRUN" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "no program: exit 2 expected"
+"$EBBRUN" --frobnicate -- true >/dev/null 2>&1
+[ $? -eq 2 ] || fail "an unknown flag: exit 2 expected"
+end
+
+echo "$cases cases, $failed_cases failed"
+[ $failed_cases -eq 0 ]

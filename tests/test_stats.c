@@ -1,0 +1,615 @@
+/*
+ * test_stats.c — telemetry: the snapshot (ebb_stats_get), the heap walk
+ * (ebb_heap_walk) and glibc's mallinfo2, as include/ebb.h specifies them.
+ *
+ * Built twice (tests.mk): linked with -lebb (every case), and with
+ * -DSTATS_EBB_NAMES against ebb's sources under ThreadSanitizer, where only the
+ * concurrent case runs, on the ebb_ names: snapshots and walks (blocks
+ * included) racing a multithreaded stress must not fault, hang, break an
+ * invariant, or race anywhere but in the readers that accept it.
+ */
+#include "check.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "ebb.h"
+
+#ifdef STATS_EBB_NAMES
+#define A(name) ebb_##name
+#else
+#include <malloc.h>
+#define A(name) name
+#endif
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+static struct ebb_stats snapshot(void)
+{
+    struct ebb_stats st;
+    memset(&st, 0xEE, sizeof st); /* nothing may be left unwritten */
+    st.version = EBB_STATS_VERSION;
+    int rc = ebb_stats_get(&st);
+    CHECK(rc == 0, "ebb_stats_get should return 0; it returned %d (errno %d)", rc, errno);
+    return st;
+}
+
+/* The invariants every snapshot keeps, even mid-stress. False (with the
+ * reason in `why`) if one is broken. */
+static bool snapshot_sane(const struct ebb_stats *s, char *why, size_t n)
+{
+    const uint64_t absurd = (uint64_t)1 << 46; /* a wrapped "negative" value */
+    const uint64_t fields[] = {s->reserved_bytes, s->committed_bytes, s->live_bytes,
+                               s->page_free_bytes, s->xthread_pending_bytes, s->purgeable_bytes,
+                               s->huge_bytes, s->huge_cached_bytes};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        if (fields[i] >= absurd) {
+            snprintf(why, n, "byte field %zu is %llu: wrapped below zero?", i,
+                     (unsigned long long)fields[i]);
+            return false;
+        }
+    }
+    if (s->version != EBB_STATS_VERSION || s->size != sizeof *s) {
+        snprintf(why, n, "version %u size %u, expected %u and %zu", s->version, s->size,
+                 EBB_STATS_VERSION, sizeof *s);
+        return false;
+    }
+    if (s->committed_bytes > s->reserved_bytes) {
+        snprintf(why, n, "committed %llu > reserved %llu", (unsigned long long)s->committed_bytes,
+                 (unsigned long long)s->reserved_bytes);
+        return false;
+    }
+    if (s->live_bytes > s->committed_bytes) {
+        snprintf(why, n, "live %llu > committed %llu", (unsigned long long)s->live_bytes,
+                 (unsigned long long)s->committed_bytes);
+        return false;
+    }
+    if (s->purgeable_bytes > s->committed_bytes || s->page_free_bytes > s->committed_bytes) {
+        snprintf(why, n, "purgeable %llu or page_free %llu > committed %llu",
+                 (unsigned long long)s->purgeable_bytes, (unsigned long long)s->page_free_bytes,
+                 (unsigned long long)s->committed_bytes);
+        return false;
+    }
+    if (s->live_blocks > s->live_bytes / 16 + 1) {
+        snprintf(why, n, "%llu live blocks in %llu live bytes: blocks are at least 16 bytes",
+                 (unsigned long long)s->live_blocks, (unsigned long long)s->live_bytes);
+        return false;
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------------------
+ * Concurrent: workers allocate and free random sizes, handing half of their
+ * blocks to the next worker to free (cross-thread frees), while a sampler
+ * takes snapshots and walks. Afterwards, with everyone quiescent, the live
+ * bytes are back to their value before.
+ * ------------------------------------------------------------------------- */
+#ifdef STATS_EBB_NAMES
+#define STRESS_THREADS 3
+#define STRESS_ROUNDS 600
+#else
+#define STRESS_THREADS 4
+#define STRESS_ROUNDS 5000
+#endif
+#define STRESS_SLOTS 256
+
+static struct {
+    _Atomic(void *) handoff[STRESS_THREADS][STRESS_SLOTS];
+    atomic_int running;
+    atomic_long samples, walks, walked_blocks;
+    atomic_int insane;
+    char why[256];
+} stress;
+
+static size_t stress_size(uint64_t *rng)
+{
+    uint64_t x = rng_next(rng);
+    switch (x % 16) {
+    case 0: return 64 * KiB + (x >> 8) % (256 * KiB);   /* large pages and runs */
+    case 1: return (x >> 8) % (16 * KiB) + 1;
+    default: return (x >> 8) % 512 + 1;
+    }
+}
+
+static void *stress_worker(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(me + 1);
+    void *mine[STRESS_SLOTS] = {0};
+    for (int round = 0; round < STRESS_ROUNDS; round++) {
+        for (int i = 0; i < STRESS_SLOTS; i++) {
+            A(free)(mine[i]);
+            size_t n = stress_size(&rng);
+            mine[i] = A(malloc)(n);
+            if (mine[i])
+                memset(mine[i], me, n < 64 ? n : 64);
+        }
+        /* Hand every other block to the next worker, which frees it. */
+        int next = (me + 1) % STRESS_THREADS;
+        for (int i = 0; i < STRESS_SLOTS; i += 2) {
+            void *old = atomic_exchange(&stress.handoff[next][i], mine[i]);
+            A(free)(old);
+            mine[i] = NULL;
+        }
+        for (int i = 0; i < STRESS_SLOTS; i++)
+            A(free)(atomic_exchange(&stress.handoff[me][i], NULL));
+    }
+    for (int i = 0; i < STRESS_SLOTS; i++)
+        A(free)(mine[i]);
+    return NULL;
+}
+
+static void *stress_nothing(void *arg)
+{
+    usleep(10000); /* all alive at once */
+    return arg;
+}
+
+static void count_block(void *p, size_t n, void *arg)
+{
+    (void)p;
+    (void)n;
+    (void)arg;
+    atomic_fetch_add_explicit(&stress.walked_blocks, 1, memory_order_relaxed);
+}
+
+static void check_summary(const struct ebb_heap_summary *h, void *arg)
+{
+    (void)arg;
+    if (h->live_bytes > h->committed_bytes && !atomic_exchange(&stress.insane, 1))
+        snprintf(stress.why, sizeof stress.why, "a heap summary (kind %u) has live %llu > committed %llu",
+                 h->kind, (unsigned long long)h->live_bytes, (unsigned long long)h->committed_bytes);
+}
+
+static void *stress_sampler(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&stress.running)) {
+        struct ebb_stats s = snapshot();
+        char why[256];
+        if (!snapshot_sane(&s, why, sizeof why) && !atomic_exchange(&stress.insane, 1))
+            snprintf(stress.why, sizeof stress.why, "%s", why);
+        atomic_fetch_add(&stress.samples, 1);
+        if (atomic_load(&stress.samples) % 8 == 0) {
+            ebb_heap_walk(check_summary, count_block, NULL);
+            atomic_fetch_add(&stress.walks, 1);
+        }
+    }
+    return NULL;
+}
+
+static void live_bytes_return_to_start_after_a_concurrent_stress(void)
+{
+    memset(&stress, 0, sizeof stress);
+    /* As many threads at once as below, so the C library's per-thread
+     * allocations (TLS vectors of cached thread stacks) exist before `before`. */
+    pthread_t warm[STRESS_THREADS + 1];
+    for (int i = 0; i < STRESS_THREADS + 1; i++)
+        REQUIRE(pthread_create(&warm[i], NULL, stress_nothing, NULL) == 0, "pthread_create failed");
+    for (int i = 0; i < STRESS_THREADS + 1; i++)
+        pthread_join(warm[i], NULL);
+    struct ebb_stats before = snapshot();
+    atomic_store(&stress.running, 1);
+    pthread_t sampler, t[STRESS_THREADS];
+    REQUIRE(pthread_create(&sampler, NULL, stress_sampler, NULL) == 0, "pthread_create failed");
+    for (int i = 0; i < STRESS_THREADS; i++)
+        REQUIRE(pthread_create(&t[i], NULL, stress_worker, (void *)(intptr_t)i) == 0,
+                "pthread_create failed");
+    for (int i = 0; i < STRESS_THREADS; i++)
+        pthread_join(t[i], NULL);
+    atomic_store(&stress.running, 0);
+    pthread_join(sampler, NULL);
+    for (int i = 0; i < STRESS_THREADS; i++) /* handed over after the last round */
+        for (int j = 0; j < STRESS_SLOTS; j++)
+            A(free)(atomic_exchange(&stress.handoff[i][j], NULL));
+    struct ebb_stats after = snapshot();
+    printf("    info: %ld snapshots and %ld walks (%ld blocks visited) during the stress; live "
+           "before %llu, after %llu; xthread pending after %llu\n",
+           atomic_load(&stress.samples), atomic_load(&stress.walks),
+           atomic_load(&stress.walked_blocks), (unsigned long long)before.live_bytes,
+           (unsigned long long)after.live_bytes, (unsigned long long)after.xthread_pending_bytes);
+    CHECK(!atomic_load(&stress.insane), "every snapshot during the stress keeps the invariants: %s",
+          stress.why);
+    CHECK(atomic_load(&stress.samples) >= 10, "the sampler should have taken many snapshots; it took %ld",
+          atomic_load(&stress.samples));
+    CHECK(atomic_load(&stress.walks) >= 1, "the sampler should have walked at least once");
+    CHECK(after.live_bytes == before.live_bytes,
+          "with every block of the stress freed, live bytes should be back to %llu; they are %llu",
+          (unsigned long long)before.live_bytes, (unsigned long long)after.live_bytes);
+    CHECK(after.live_blocks == before.live_blocks,
+          "live blocks should be back to %llu; they are %llu", (unsigned long long)before.live_blocks,
+          (unsigned long long)after.live_blocks);
+    char why[256];
+    CHECK(snapshot_sane(&after, why, sizeof why), "the final snapshot: %s", why);
+}
+
+#ifndef STATS_EBB_NAMES
+/* ---------------------------------------------------------------------------
+ * Quiescent cases (this thread only).
+ * ------------------------------------------------------------------------- */
+static void bad_arguments_get_einval(void)
+{
+    errno = 0;
+    CHECK(ebb_stats_get(NULL) == -1 && errno == EINVAL, "ebb_stats_get(NULL): -1/EINVAL (errno %d)",
+          errno);
+    struct ebb_stats st = {.version = 0};
+    errno = 0;
+    CHECK(ebb_stats_get(&st) == -1 && errno == EINVAL, "version 0: -1/EINVAL (errno %d)", errno);
+    errno = 0;
+    CHECK(ebb_heap_walk(NULL, NULL, NULL) == -1 && errno == EINVAL,
+          "ebb_heap_walk with no callback: -1/EINVAL (errno %d)", errno);
+    /* A caller built against a later version gets what this one has. */
+    struct ebb_stats later;
+    later.version = EBB_STATS_VERSION + 5;
+    CHECK(ebb_stats_get(&later) == 0 && later.version == EBB_STATS_VERSION,
+          "a later version asks for what exists: version %u", later.version);
+}
+
+/* live_bytes counts size-class-rounded blocks: malloc_usable_size of each. */
+static void live_bytes_follow_malloc_and_free_exactly(void)
+{
+    enum { N = 3000 };
+    static void *p[N];
+    struct ebb_stats s0 = snapshot();
+    size_t usable = 0;
+    uint64_t rng = 42;
+    for (int i = 0; i < N; i++) {
+        size_t n = i % 100 == 0 ? 200 * KiB + (size_t)i : rng_next(&rng) % 3000 + 1;
+        p[i] = malloc(n);
+        REQUIRE(p[i] != NULL, "malloc(%zu) returned NULL", n);
+        usable += malloc_usable_size(p[i]);
+    }
+    void *huge = malloc(8 * MiB);
+    REQUIRE(huge != NULL, "malloc(8 MiB) returned NULL");
+    size_t huge_usable = malloc_usable_size(huge);
+    struct ebb_stats s1 = snapshot();
+    for (int i = 0; i < N; i++)
+        free(p[i]);
+    free(huge);
+    struct ebb_stats s2 = snapshot();
+    CHECK(s1.live_bytes - s0.live_bytes == usable + huge_usable,
+          "live bytes should grow by the usable sizes (%zu + %zu huge); they grew by %llu", usable,
+          huge_usable, (unsigned long long)(s1.live_bytes - s0.live_bytes));
+    CHECK(s1.live_blocks - s0.live_blocks == N + 1, "live blocks should grow by %d; they grew by %llu",
+          N + 1, (unsigned long long)(s1.live_blocks - s0.live_blocks));
+    CHECK(s1.huge_blocks == s0.huge_blocks + 1 && s1.huge_bytes >= s0.huge_bytes + 8 * MiB,
+          "one more huge block of 8 MiB: %llu -> %llu blocks, %llu -> %llu bytes",
+          (unsigned long long)s0.huge_blocks, (unsigned long long)s1.huge_blocks,
+          (unsigned long long)s0.huge_bytes, (unsigned long long)s1.huge_bytes);
+    CHECK(s2.live_bytes == s0.live_bytes && s2.live_blocks == s0.live_blocks,
+          "after the frees live bytes/blocks should be back to %llu/%llu; they are %llu/%llu",
+          (unsigned long long)s0.live_bytes, (unsigned long long)s0.live_blocks,
+          (unsigned long long)s2.live_bytes, (unsigned long long)s2.live_blocks);
+    CHECK(s2.huge_cached >= 1, "the freed huge block waits in the huge cache: huge_cached %llu",
+          (unsigned long long)s2.huge_cached);
+    char why[256];
+    CHECK(snapshot_sane(&s1, why, sizeof why), "snapshot with the blocks live: %s", why);
+    CHECK(snapshot_sane(&s2, why, sizeof why), "snapshot after the frees: %s", why);
+    CHECK(s1.reserved_bytes >= s1.committed_bytes && s1.committed_bytes >= usable + huge_usable,
+          "reserved %llu >= committed %llu >= what the test holds %zu",
+          (unsigned long long)s1.reserved_bytes, (unsigned long long)s1.committed_bytes,
+          usable + huge_usable);
+}
+
+/* A block freed by another thread is pending (not live) until its owner
+ * collects it. */
+static void *free_them(void *arg)
+{
+    void **p = arg;
+    for (int i = 0; i < 100; i++)
+        free(p[i]);
+    return NULL;
+}
+
+static void cross_thread_frees_show_as_pending_not_live(void)
+{
+    static void *p[100];
+    struct ebb_stats s0 = snapshot();
+    for (int i = 0; i < 100; i++)
+        p[i] = malloc(48);
+    struct ebb_stats s1 = snapshot();
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, free_them, p) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    struct ebb_stats s2 = snapshot();
+    CHECK(s1.live_bytes - s0.live_bytes == 100 * 48, "100 blocks of 48: live +%llu",
+          (unsigned long long)(s1.live_bytes - s0.live_bytes));
+    CHECK(s2.live_bytes == s0.live_bytes, "after another thread freed them, live should be back to "
+          "%llu; it is %llu", (unsigned long long)s0.live_bytes, (unsigned long long)s2.live_bytes);
+    CHECK(s2.xthread_pending_bytes >= 100 * 48,
+          "the 100 remote frees wait uncollected: xthread_pending_bytes %llu, expected >= 4800",
+          (unsigned long long)s2.xthread_pending_bytes);
+}
+
+/* ---------------------------------------------------------------------------
+ * The walk agrees with the snapshot and visits exactly the live blocks.
+ * ------------------------------------------------------------------------- */
+#define WALK_MAX_BLOCKS 200000
+static struct {
+    void *seen[WALK_MAX_BLOCKS];
+    size_t seen_sizes[WALK_MAX_BLOCKS];
+    size_t seen_count;
+    bool overflow;
+    struct ebb_heap_summary total;
+    struct ebb_heap_summary parts_sum; /* live bytes/blocks over the non-total summaries */
+    int thread_heaps, abandoned, huge, totals;
+    bool total_last_ok;
+} wk;
+
+static void wk_block(void *p, size_t n, void *arg)
+{
+    (void)arg;
+    if (wk.seen_count == WALK_MAX_BLOCKS) {
+        wk.overflow = true;
+        return;
+    }
+    wk.seen_sizes[wk.seen_count] = n;
+    wk.seen[wk.seen_count++] = p;
+}
+
+static void wk_heap(const struct ebb_heap_summary *h, void *arg)
+{
+    (void)arg;
+    if (h->kind == EBB_HEAP_TOTAL) {
+        wk.total = *h;
+        wk.totals++;
+        wk.total_last_ok = true;
+        return;
+    }
+    wk.total_last_ok = false;
+    wk.parts_sum.live_bytes += h->live_bytes;
+    wk.parts_sum.live_blocks += h->live_blocks;
+    wk.thread_heaps += h->kind == EBB_HEAP_THREAD;
+    wk.abandoned += h->kind == EBB_HEAP_ABANDONED;
+    wk.huge += h->kind == EBB_HEAP_HUGE;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void wk_reset(void)
+{
+    memset(&wk, 0, sizeof wk);
+}
+
+/* Blocks a thread leaves behind when it exits (abandoned, then perhaps
+ * reclaimed): the walk must still find them. */
+static void *leave_blocks_behind(void *arg)
+{
+    void **out = arg;
+    for (int i = 0; i < 50; i++)
+        out[i] = malloc(1000 + (size_t)i);
+    return NULL;
+}
+
+/* A thread that sleeps holding blocks, and one that keeps allocating. */
+static atomic_int idle_ready, busy_stop;
+static void *idle_holder(void *arg)
+{
+    void **out = arg;
+    for (int i = 0; i < 64; i++)
+        out[i] = malloc(300);
+    atomic_store(&idle_ready, 1);
+    while (!atomic_load(&busy_stop))
+        usleep(1000);
+    return NULL;
+}
+
+static void *busy_allocator(void *arg)
+{
+    (void)arg;
+    uint64_t rng = 7;
+    void *slot[64] = {0};
+    while (!atomic_load(&busy_stop)) {
+        int i = (int)(rng_next(&rng) % 64);
+        free(slot[i]);
+        slot[i] = malloc(rng_next(&rng) % 2000 + 1);
+    }
+    for (int i = 0; i < 64; i++)
+        free(slot[i]);
+    return NULL;
+}
+
+static void walk_agrees_with_snapshot_and_visits_every_live_block(void)
+{
+    enum { N = 5000 };
+    static void *mine[N + 3], *left[50], *held[64];
+    uint64_t rng = 99;
+    for (int i = 0; i < N; i++)
+        mine[i] = malloc(rng_next(&rng) % 4000 + 1);
+    mine[N] = malloc(300 * KiB);     /* a large block (slice run) */
+    mine[N + 1] = malloc(6 * MiB);   /* a huge block */
+    mine[N + 2] = aligned_alloc(4096, 5000);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, leave_blocks_behind, left) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    pthread_t idle;
+    atomic_store(&idle_ready, 0);
+    atomic_store(&busy_stop, 0);
+    REQUIRE(pthread_create(&idle, NULL, idle_holder, held) == 0, "pthread_create failed");
+    while (!atomic_load(&idle_ready))
+        usleep(1000);
+
+    /* Quiescent: only this thread runs (the idle one sleeps). */
+    wk_reset();
+    struct ebb_stats st = snapshot();
+    int rc = ebb_heap_walk(wk_heap, wk_block, NULL);
+    CHECK(rc == 0, "ebb_heap_walk returned %d", rc);
+    CHECK(!wk.overflow, "more than %d blocks visited", WALK_MAX_BLOCKS);
+    CHECK(wk.totals == 1 && wk.total_last_ok, "exactly one TOTAL summary, and it comes last "
+          "(%d totals)", wk.totals);
+    CHECK(wk.thread_heaps >= 2, "at least the main and the idle thread's heaps: %d", wk.thread_heaps);
+    CHECK(wk.huge == 1, "one HUGE summary while a huge block is live: %d", wk.huge);
+    CHECK(wk.total.blocks_exact == 1, "quiescent: every block visited exactly (blocks_exact %u)",
+          wk.total.blocks_exact);
+    CHECK(wk.total.live_bytes == st.live_bytes && wk.total.live_blocks == st.live_blocks,
+          "the walk's total (%llu bytes, %llu blocks) equals the snapshot (%llu, %llu)",
+          (unsigned long long)wk.total.live_bytes, (unsigned long long)wk.total.live_blocks,
+          (unsigned long long)st.live_bytes, (unsigned long long)st.live_blocks);
+    CHECK(wk.parts_sum.live_bytes == wk.total.live_bytes &&
+          wk.parts_sum.live_blocks == wk.total.live_blocks,
+          "the heaps' summaries add up to the total: %llu bytes / %llu blocks vs %llu / %llu",
+          (unsigned long long)wk.parts_sum.live_bytes, (unsigned long long)wk.parts_sum.live_blocks,
+          (unsigned long long)wk.total.live_bytes, (unsigned long long)wk.total.live_blocks);
+    size_t visited_bytes = 0;
+    for (size_t i = 0; i < wk.seen_count; i++)
+        visited_bytes += wk.seen_sizes[i];
+    CHECK(wk.seen_count == wk.total.live_blocks && visited_bytes == wk.total.live_bytes,
+          "visited %zu blocks / %zu bytes; the summary says %llu / %llu", wk.seen_count,
+          visited_bytes, (unsigned long long)wk.total.live_blocks,
+          (unsigned long long)wk.total.live_bytes);
+    /* Every block this test holds was visited, with its usable size. */
+    qsort(wk.seen, wk.seen_count, sizeof wk.seen[0], cmp_ptr);
+    int missing = 0;
+    void *first_missing = NULL;
+    void **all[3] = {mine, left, held};
+    int counts[3] = {N + 3, 50, 64};
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < counts[k]; i++) {
+            void *p = all[k][i];
+            if (!bsearch(&p, wk.seen, wk.seen_count, sizeof wk.seen[0], cmp_ptr)) {
+                missing++;
+                if (!first_missing)
+                    first_missing = p;
+            }
+        }
+    }
+    CHECK(missing == 0, "%d blocks the test holds were not visited (first %p)", missing, first_missing);
+    uint64_t class_blocks = 0;
+    for (unsigned c = 0; c < wk.total.class_count; c++)
+        class_blocks += wk.total.classes[c].used_blocks;
+    CHECK(class_blocks + wk.total.large_blocks == wk.total.live_blocks,
+          "per-class used blocks (%llu) + large blocks (%llu) = live blocks (%llu)",
+          (unsigned long long)class_blocks, (unsigned long long)wk.total.large_blocks,
+          (unsigned long long)wk.total.live_blocks);
+    CHECK(wk.total.fragmentation >= 1.0 && wk.total.committed_bytes >= wk.total.live_bytes,
+          "fragmentation = committed / live >= 1: %.3f", wk.total.fragmentation);
+    CHECK(wk.total.largest_free_run % (64 * KiB) == 0, "largest free run is whole slices: %llu",
+          (unsigned long long)wk.total.largest_free_run);
+    printf("    info: quiescent walk: %d thread heaps, %d abandoned, %d huge; %zu blocks, %llu bytes "
+           "live, fragmentation %.2f, largest free run %llu KiB\n", wk.thread_heaps, wk.abandoned,
+           wk.huge, wk.seen_count, (unsigned long long)wk.total.live_bytes, wk.total.fragmentation,
+           (unsigned long long)(wk.total.largest_free_run / KiB));
+
+    /* Not quiescent: another thread allocates all the time. The walk must
+     * finish, and still find every block of the idle thread and of ours. */
+    pthread_t busy;
+    REQUIRE(pthread_create(&busy, NULL, busy_allocator, NULL) == 0, "pthread_create failed");
+    usleep(20000);
+    double t0 = check_now();
+    int walks = 0, missing_busy = 0;
+    while (check_now() - t0 < 0.5) {
+        wk_reset();
+        CHECK(ebb_heap_walk(wk_heap, wk_block, NULL) == 0, "walk during allocation failed");
+        walks++;
+        qsort(wk.seen, wk.seen_count, sizeof wk.seen[0], cmp_ptr);
+        for (int i = 0; i < 64; i++)
+            if (!bsearch(&held[i], wk.seen, wk.seen_count, sizeof wk.seen[0], cmp_ptr))
+                missing_busy++;
+        for (int i = 0; i < N; i += 97)
+            if (!bsearch(&mine[i], wk.seen, wk.seen_count, sizeof wk.seen[0], cmp_ptr))
+                missing_busy++;
+    }
+    atomic_store(&busy_stop, 1);
+    pthread_join(busy, NULL);
+    pthread_join(idle, NULL);
+    printf("    info: %d walks while another thread allocated\n", walks);
+    CHECK(walks >= 3, "walks should finish while another thread allocates; %d did in 0.5 s", walks);
+    CHECK(missing_busy == 0, "blocks of the idle thread and ours missed by walks racing a busy "
+          "thread: %d", missing_busy);
+    for (int i = 0; i < N + 3; i++)
+        free(mine[i]);
+    for (int i = 0; i < 50; i++)
+        free(left[i]);
+    for (int i = 0; i < 64; i++)
+        free(held[i]);
+}
+
+/* ---------------------------------------------------------------------------
+ * glibc's mallinfo2, as programs read it: in use = uordblks + hblkhd.
+ * ------------------------------------------------------------------------- */
+static void mallinfo2_reports_what_is_in_use(void)
+{
+    struct mallinfo2 m0 = mallinfo2();
+    enum { N = 1000 };
+    static void *p[N];
+    size_t usable = 0;
+    for (int i = 0; i < N; i++) {
+        p[i] = malloc(1000);
+        usable += malloc_usable_size(p[i]);
+    }
+    void *huge = malloc(4 * MiB);
+    struct mallinfo2 m1 = mallinfo2();
+    CHECK(m1.uordblks - m0.uordblks == usable, "uordblks should grow by %zu; it grew by %zu", usable,
+          m1.uordblks - m0.uordblks);
+    CHECK(m1.hblks == m0.hblks + 1 && m1.hblkhd >= m0.hblkhd + 4 * MiB,
+          "one more mmapped block of >= 4 MiB: hblks %zu -> %zu, hblkhd %zu -> %zu", m0.hblks,
+          m1.hblks, m0.hblkhd, m1.hblkhd);
+    CHECK(m1.arena >= m1.uordblks && m1.fordblks == m1.arena - m1.uordblks,
+          "arena %zu >= uordblks %zu and fordblks %zu = arena - uordblks", m1.arena, m1.uordblks,
+          m1.fordblks);
+    for (int i = 0; i < N; i++)
+        free(p[i]);
+    free(huge);
+    struct mallinfo2 m2 = mallinfo2();
+    CHECK(m2.uordblks == m0.uordblks && m2.hblks == m0.hblks,
+          "after the frees uordblks/hblks are back to %zu/%zu; they are %zu/%zu", m0.uordblks,
+          m0.hblks, m2.uordblks, m2.hblks);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    struct mallinfo m = mallinfo(); /* deprecated, and still called by old programs */
+#pragma GCC diagnostic pop
+    CHECK(m.uordblks >= 0 && m.arena >= m.uordblks, "mallinfo (int fields) sane: arena %d uordblks %d",
+          m.arena, m.uordblks);
+}
+#endif /* !STATS_EBB_NAMES */
+
+#ifndef STATS_EBB_NAMES
+/* Exact counts compare two snapshots with nothing else allocating between
+ * them; but the C library allocates too: stdout's buffer, and a new thread's
+ * TLS vector (the first time a thread stack is created, and when ebb's
+ * background thread starts). Let all of that happen first. */
+static void *nothing(void *arg)
+{
+    return arg;
+}
+
+static void settle_the_c_library(void)
+{
+    printf("    info: warming up\n");
+    for (int i = 0; i < 100 && !snapshot().scavenger_running; i++) {
+        free(malloc(8 * MiB)); /* ebb wants its scavenger... */
+        free(malloc(100));     /* ...and starts it from an allocation */
+        usleep(1000);
+    }
+    CHECK(snapshot().scavenger_running, "the background thread should have started");
+    pthread_t t;
+    if (pthread_create(&t, NULL, nothing, NULL) == 0)
+        pthread_join(t, NULL);
+}
+#endif
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+#ifndef STATS_EBB_NAMES
+    RUN_CASE(settle_the_c_library);
+    RUN_CASE(bad_arguments_get_einval);
+    RUN_CASE(live_bytes_follow_malloc_and_free_exactly);
+    RUN_CASE(cross_thread_frees_show_as_pending_not_live);
+    RUN_CASE(walk_agrees_with_snapshot_and_visits_every_live_block);
+    RUN_CASE(mallinfo2_reports_what_is_in_use);
+#endif
+    RUN_CASE(live_bytes_return_to_start_after_a_concurrent_stress);
+    return check_finish();
+}

@@ -1,0 +1,230 @@
+/*
+ * ebbrun — run any program with ebb preloaded and ebb's options set.
+ *
+ *   ebbrun [--stats] [--stats-file FILE] [--stats-interval MS] [--purge-delay MS]
+ *          [--debug] [--set NAME=VALUE]... -- program [args...]
+ *
+ * It finds libebb.so next to itself (the build tree: build/ebbrun and
+ * build/libebb.so) or in ../lib (an installed tree: bin/ebbrun and
+ * lib/libebb.so.0), else in the library directory it was built for; puts it
+ * first in LD_PRELOAD (keeping what was there); sets the EBB_* variables the
+ * flags ask for; and executes the program, which inherits both (so do its
+ * children). Every value is checked against ebb's option table
+ * (src/option_table.c, the same table the library parses) before the program
+ * starts: a bad one is an error here, not a surprise later.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "options.h"
+
+#ifndef EBB_LIBDIR
+#define EBB_LIBDIR "/usr/local/lib"
+#endif
+
+static const char *prog = "ebbrun";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: %s [options] -- program [args...]\n"
+            "\n"
+            "Runs program with the ebb allocator preloaded (LD_PRELOAD) and ebb's\n"
+            "options set in its environment.\n"
+            "\n"
+            "options:\n"
+            "  --stats               print ebb's report when the program exits (EBB_STATS=1)\n"
+            "  --stats-file FILE     append reports and samples to FILE (EBB_STATS_FILE)\n"
+            "  --stats-interval MS   print a one-line sample every MS ms (EBB_STATS_INTERVAL)\n"
+            "  --purge-delay MS      ms before free memory goes back to the OS (EBB_PURGE_DELAY)\n"
+            "  --debug               debug mode (EBB_DEBUG=1), when this ebb has it\n"
+            "  --set NAME=VALUE      set any EBB_* variable below\n"
+            "  --library PATH        preload this libebb.so instead of the one found\n"
+            "  --help                this text\n"
+            "\n"
+            "EBB_* variables (also read from the environment as it is):\n",
+            prog);
+    for (int i = 0; i < OPT_COUNT; i++) {
+        const option_desc_t *d = &option_table[i];
+        fprintf(out, "  %-20s %s\n", d->name, d->doc);
+        if (d->is_text)
+            fprintf(out, "  %-20s   (a file name; unset by default)\n", "");
+        else if (d->choices)
+            fprintf(out, "  %-20s   (one of the names; default %s)\n", "", d->choices[d->def]);
+        else
+            fprintf(out, "  %-20s   (%ld to %ld; default %ld)\n", "", d->min, d->max, d->def);
+    }
+    fprintf(out, "\nUnknown or malformed EBB_* variables are reported by ebb itself, once, "
+                 "when the program starts.\n");
+}
+
+static void die(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "%s: ", prog);
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n(%s --help lists the options)\n", prog);
+    exit(2);
+}
+
+static const option_desc_t *option_find(const char *name, size_t len)
+{
+    for (int i = 0; i < OPT_COUNT; i++) {
+        const option_desc_t *d = &option_table[i];
+        if (strlen(d->name) == len && strncmp(d->name, name, len) == 0)
+            return d;
+    }
+    return NULL;
+}
+
+/* Validate `value` as the library would; exit with a message if it is bad. */
+static void option_check(const option_desc_t *d, const char *value)
+{
+    if (d->is_text) {
+        if (*value == '\0')
+            die("%s: expected a file name, got an empty value%s", d->name, "");
+        return;
+    }
+    if (d->choices) {
+        for (int i = 0; d->choices[i]; i++)
+            if (strcmp(value, d->choices[i]) == 0)
+                return;
+        die("%s=%s: not one of the accepted names", d->name, value);
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (*value == '\0' || *end != '\0' || errno != 0 || v < d->min || v > d->max) {
+        char range[64];
+        snprintf(range, sizeof range, "%ld to %ld", d->min, d->max);
+        fprintf(stderr, "%s: %s=%s: expected a whole number from %s\n", prog, d->name, value, range);
+        exit(2);
+    }
+}
+
+static void option_set(const char *name, const char *value)
+{
+    const option_desc_t *d = option_find(name, strlen(name));
+    if (d == NULL) {
+        if (strcmp(name, "EBB_DEBUG") == 0)
+            die("--debug: this version of ebb has no debug mode yet (%s is not one of its "
+                "options)%s", name, "");
+        die("%s: not an ebb option%s", name, "");
+    }
+    option_check(d, value);
+    if (setenv(name, value, 1) != 0)
+        die("cannot set %s: %s", name, strerror(errno));
+}
+
+static void option_set_assignment(const char *assignment)
+{
+    const char *eq = strchr(assignment, '=');
+    if (eq == NULL || strncmp(assignment, "EBB_", 4) != 0)
+        die("--set %s: expected EBB_NAME=VALUE%s", assignment, "");
+    char name[64];
+    size_t len = (size_t)(eq - assignment);
+    if (len >= sizeof name)
+        die("--set %s: name too long%s", assignment, "");
+    memcpy(name, assignment, len);
+    name[len] = '\0';
+    option_set(name, eq + 1);
+}
+
+static bool file_exists(const char *path)
+{
+    return access(path, R_OK) == 0;
+}
+
+/* The library: next to this program, in ../lib, or where it was installed. */
+static bool library_find(char *out, size_t cap)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(out, cap, "%s/libebb.so", self);
+            if (file_exists(out))
+                return true;
+            snprintf(out, cap, "%s/../lib/libebb.so.0", self);
+            if (file_exists(out))
+                return true;
+        }
+    }
+    snprintf(out, cap, "%s/libebb.so.0", EBB_LIBDIR);
+    return file_exists(out);
+}
+
+int main(int argc, char **argv)
+{
+    const char *library = NULL;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        bool has_value = i + 1 < argc;
+        if (strcmp(a, "--stats") == 0) {
+            option_set("EBB_STATS", "1");
+        } else if (strcmp(a, "--debug") == 0) {
+            option_set("EBB_DEBUG", "1");
+        } else if (strcmp(a, "--stats-file") == 0 && has_value) {
+            option_set("EBB_STATS_FILE", argv[++i]);
+        } else if (strcmp(a, "--stats-interval") == 0 && has_value) {
+            option_set("EBB_STATS_INTERVAL", argv[++i]);
+        } else if (strcmp(a, "--purge-delay") == 0 && has_value) {
+            option_set("EBB_PURGE_DELAY", argv[++i]);
+        } else if (strcmp(a, "--set") == 0 && has_value) {
+            option_set_assignment(argv[++i]);
+        } else if (strcmp(a, "--library") == 0 && has_value) {
+            library = argv[++i];
+        } else if (a[0] == '-') {
+            die("%s: unknown option, or its value is missing%s", a, "");
+        } else {
+            break; /* the program, without "--" */
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "%s: no program to run\n", prog);
+        usage(stderr);
+        return 2;
+    }
+    char found[PATH_MAX + 32];
+    if (library == NULL) {
+        if (!library_find(found, sizeof found)) {
+            fprintf(stderr, "%s: cannot find libebb.so (looked next to %s, in ../lib, and in %s); "
+                            "use --library PATH\n", prog, argv[0], EBB_LIBDIR);
+            return 2;
+        }
+        library = found;
+    } else if (!file_exists(library)) {
+        die("--library %s: %s", library, strerror(errno));
+    }
+    char resolved[PATH_MAX];
+    if (realpath(library, resolved) != NULL)
+        library = resolved;
+    const char *old = getenv("LD_PRELOAD");
+    size_t need = strlen(library) + (old ? strlen(old) + 1 : 0) + 1;
+    char *preload = malloc(need);
+    if (preload == NULL) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return 2;
+    }
+    snprintf(preload, need, "%s%s%s", library, old && *old ? ":" : "", old ? old : "");
+    setenv("LD_PRELOAD", preload, 1);
+    execvp(argv[i], &argv[i]);
+    fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[i], strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}
