@@ -178,7 +178,14 @@ struct ebb_stats {
     uint64_t purge_passes;       /* passes of the purge/scavenge logic */
     uint64_t scavenger_wakeups;  /* times the background thread woke for work */
     uint32_t scavenger_running;  /* 1 if the background thread exists */
-    uint32_t reserved0;
+    uint32_t debug_mode;         /* 1 under EBB_DEBUG=1 */
+    /* Debug mode (0 otherwise). Live bytes include the quarantine: its
+     * blocks are held, not free. */
+    uint64_t debug_quarantine_bytes;  /* freed blocks held back (exact) */
+    uint64_t debug_trace_bytes;       /* the stack-trace registry's bytes */
+    uint64_t debug_trace_raw_bytes;   /* the same traces as raw 8-byte frames,
+                                         once per allocation or free recorded */
+    uint64_t debug_traces;            /* traces recorded (before deduplication) */
 };
 
 /* Fill *stats. The caller sets stats->version = EBB_STATS_VERSION first.
@@ -253,6 +260,16 @@ typedef void (*ebb_block_visit_fn)(void *block, size_t usable_size, void *arg);
  * waiting. Write into memory prepared beforehand and use write(2).
  * Returns 0, or -1 with errno = EINVAL if both callbacks are NULL. */
 EBB_API int ebb_heap_walk(ebb_heap_visit_fn on_heap, ebb_block_visit_fn on_block, void *arg);
+
+/* ---------------------------------------------------------------------------
+ * Debug mode (EBB_DEBUG=1; docs/debug-mode.md)
+ * ------------------------------------------------------------------------- */
+
+/* Label the calling thread's later allocations with a phase name (at most 47
+ * characters are kept; up to 1023 distinct names), so that fault reports say
+ * in which phase a block was allocated. NULL or "" clears the label. Cheap,
+ * and harmless (ignored by reports) outside debug mode. */
+EBB_API void ebb_debug_set_context(const char *name);
 
 #ifdef __cplusplus
 }

@@ -81,7 +81,8 @@ static void *alloc_large(heap_t *heap, size_t size, size_t alignment, bool zero)
     return p;
 }
 
-/* Any size, any power-of-two alignment (<= MIN_ALIGN means none). Sets errno. */
+/* Any size, any power-of-two alignment (<= MIN_ALIGN means none). Sets errno.
+ * In debug mode every allocation comes here (debug.c says why). */
 static void *alloc_generic(size_t size, size_t alignment, bool zero)
 {
     /* Whatever the layout, size + alignment must stay addressable: checking
@@ -91,9 +92,24 @@ static void *alloc_generic(size_t size, size_t alignment, bool zero)
         errno = ENOMEM;
         return NULL;
     }
+    if (ebb_unlikely(tls.heap == &heap_empty)) {
+        heap_process_init();
+        if (debug_enabled)
+            return debug_alloc(size, alignment, zero);
+    }
     purge_poll(true);
     heap_t *heap = heap_self();
     if (ebb_unlikely(heap == NULL)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return alloc_generic_in(heap, size, alignment, zero);
+}
+
+void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero)
+{
+    if (ebb_unlikely(size > PTRDIFF_MAX || alignment > PTRDIFF_MAX / 2 ||
+                     size + alignment > PTRDIFF_MAX)) {
         errno = ENOMEM;
         return NULL;
     }
@@ -166,6 +182,29 @@ void free_generic(segment_t *seg, void *p)
     purge_poll(false);
 }
 
+void alloc_release(heap_t *heap, void *p)
+{
+    segment_t *seg = ptr_segment(p);
+    if (heap != NULL) {
+        /* The free fast path, for a heap that is not tls.heap. */
+        busy_enter();
+        if (atomic_load_explicit(&seg->thread_id, memory_order_acquire) == heap->thread_id) {
+            page_t *page = segment_page_of(seg, p);
+            block_t *block = (block_t *)p;
+            block->next = page->free;
+            page->free = block;
+            if (--page->used == 0 || page->in_full) {
+                page_free_local_slow(heap, page); /* ends the busy window */
+                return;
+            }
+            busy_leave();
+            return;
+        }
+        busy_leave();
+    }
+    free_generic(seg, p);
+}
+
 size_t alloc_usable_size(const void *p)
 {
     segment_t *seg = ptr_segment(p);
@@ -212,6 +251,8 @@ EBB_API void *ebb_calloc(size_t n, size_t size)
 
 EBB_API void *ebb_realloc(void *p, size_t size)
 {
+    if (ebb_unlikely(debug_enabled))
+        return debug_realloc(p, size);
     if (p == NULL)
         return alloc_malloc_inline(size);
     if (size == 0) {
@@ -307,19 +348,26 @@ EBB_API void *ebb_pvalloc(size_t size)
 
 EBB_API size_t ebb_malloc_usable_size(const void *p)
 {
+    if (ebb_unlikely(debug_enabled))
+        return debug_usable_size(p);
     return p ? alloc_usable_size(p) : 0;
 }
 
 EBB_API void ebb_free_sized(void *p, size_t size)
 {
-    (void)size;
+    if (ebb_unlikely(debug_enabled)) {
+        debug_free(p, size, 0, DEBUG_FREE_SIZED);
+        return;
+    }
     alloc_free_inline(p);
 }
 
 EBB_API void ebb_free_aligned_sized(void *p, size_t alignment, size_t size)
 {
-    (void)alignment;
-    (void)size;
+    if (ebb_unlikely(debug_enabled)) {
+        debug_free(p, size, alignment, DEBUG_FREE_ALIGNED_SIZED);
+        return;
+    }
     alloc_free_inline(p);
 }
 

@@ -35,6 +35,10 @@ static inline void alloc_free_inline(void *p)
 {
     if (ebb_unlikely(p == NULL))
         return;
+    if (ebb_unlikely(debug_enabled)) { /* before touching p (debug.c) */
+        debug_free(p, 0, 0, DEBUG_FREE_PLAIN);
+        return;
+    }
     segment_t *seg = ptr_segment(p);
     busy_enter();
     if (ebb_likely(atomic_load_explicit(&seg->thread_id, memory_order_acquire) ==

@@ -24,6 +24,7 @@
 page_t page_empty;
 heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
 __thread tls_t tls __attribute__((tls_model("initial-exec"))) = {.heap = &heap_empty};
+__thread heap_t *tls_debug_heap __attribute__((tls_model("initial-exec")));
 
 static lock_t heap_pool_lock = LOCK_INIT; /* heap_all, heap_pool_free, in_use */
 static heap_t *heap_all;
@@ -51,6 +52,7 @@ static void process_init(void)
         options_init();
         os_init();
         purge_init();
+        debug_init();
         /* The allocator works from here on; the calls below may allocate. */
         if (pthread_key_create(&heap_key, heap_thread_done) == 0)
             heap_key_ready = true;
@@ -62,6 +64,11 @@ static void process_init(void)
         return; /* a recursive call from inside the initialization above */
     while (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
         sched_yield();
+}
+
+void heap_process_init(void)
+{
+    process_init();
 }
 
 /* A program that never allocates still gets its EBB_* options read (and a
@@ -156,13 +163,31 @@ heap_t *heap_get_or_create(void)
     return heap;
 }
 
+heap_t *heap_create_debug(void)
+{
+    process_init();
+    if (tls_debug_heap)
+        return tls_debug_heap;
+    heap_t *heap = heap_pool_take();
+    if (heap == NULL)
+        return NULL;
+    lock_acquire(&heap->lock);
+    heap_reset(heap, thread_id_self() | THREAD_ID_DEBUG);
+    heap->busy = &tls.busy;
+    lock_release(&heap->lock);
+    tls_debug_heap = heap;
+    if (heap_key_ready)
+        pthread_setspecific(heap_key, heap);
+    return heap;
+}
+
 /* ---------------------------------------------------------------------------
  * Thread exit: free what is empty, abandon the rest for others to reclaim.
  * ------------------------------------------------------------------------- */
 static void heap_thread_done(void *arg)
 {
     heap_t *heap = arg;
-    if (heap == NULL || heap != tls.heap)
+    if (heap == NULL || (heap != tls.heap && heap != tls_debug_heap))
         return;
     lock_acquire(&heap->lock);
     heap_collect_pages(heap, true);
@@ -173,6 +198,7 @@ static void heap_thread_done(void *arg)
     /* A destructor that runs after this one and allocates gets a new heap
      * (and this destructor again in the next round). */
     tls.heap = &heap_empty;
+    tls_debug_heap = NULL;
     lock_acquire(&heap_pool_lock);
     heap_pool_put_locked(heap);
     lock_release(&heap_pool_lock);
@@ -181,7 +207,11 @@ static void heap_thread_done(void *arg)
 void ebb_collect(bool force)
 {
     process_init(); /* the options a pass reads */
-    heap_t *heap = tls.heap;
+    if (force && debug_enabled)
+        debug_quarantine_flush();
+    heap_t *heap = tls.heap != &heap_empty ? tls.heap : tls_debug_heap;
+    if (heap == NULL)
+        heap = &heap_empty;
     if (heap != &heap_empty) {
         lock_acquire(&heap->lock);
         heap_collect_pages(heap, force);

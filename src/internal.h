@@ -383,6 +383,9 @@ static inline segment_t *page_segment(const page_t *page)
 /* segment_t.thread_id while the scavenger has the owner's heap quiesced: no
  * thread has this id, so every free takes the remote path. */
 #define THREAD_ID_QUIESCED ((uintptr_t)1)
+/* Set in the id of a debug heap (debug.c): thread pointers are aligned, so no
+ * thread has such an id and free's fast path never claims a debug block. */
+#define THREAD_ID_DEBUG ((uintptr_t)2)
 
 /* The calling thread's id: its thread pointer, unique among live threads. */
 static inline uintptr_t thread_id_self(void)
@@ -609,6 +612,12 @@ static inline void busy_leave(void)
 /* The calling thread's heap, created (and the process initialized) on first
  * use. NULL only if no memory could be obtained for the heap itself. */
 heap_t *heap_get_or_create(void);
+/* Debug mode: the calling thread's debug heap (thread id | THREAD_ID_DEBUG),
+ * kept here rather than in tls.heap so that malloc's fast path never runs. */
+extern __thread heap_t *tls_debug_heap __attribute__((tls_model("initial-exec")));
+heap_t *heap_create_debug(void);
+/* Initialize the process if that has not happened yet (options, debug mode). */
+void heap_process_init(void);
 /* Scavenger: visit idle heaps with remote frees pending (all with `force`). */
 void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force);
 bool heap_scavenge_pending(void);
@@ -618,6 +627,10 @@ bool heap_scavenge_pending(void);
  * ------------------------------------------------------------------------- */
 void *alloc_malloc_slow(size_t size);
 void free_generic(segment_t *seg, void *p);
+/* alloc_generic for a given heap (debug.c: the debug heap). Sets errno. */
+void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero);
+/* Free a block: as its owner if `heap` owns its segment, else remotely. */
+void alloc_release(heap_t *heap, void *p);
 void *alloc_aligned(size_t size, size_t alignment, bool zero);
 size_t alloc_usable_size(const void *p);
 
@@ -685,5 +698,39 @@ void heap_counts(size_t *alive, size_t *pooled);
 /* No purge pass runs (and the scavenger quiesces no heap) until _end. */
 void purge_exclusive_begin(void);
 void purge_exclusive_end(void);
+
+/* ---------------------------------------------------------------------------
+ * debug.c, trace.c — debug mode (EBB_DEBUG=1) and its stack traces
+ * ------------------------------------------------------------------------- */
+/* Set once at process start, before any block exists; read by the entry
+ * points (free's is the one check release mode pays for). */
+extern ebb_internal bool debug_enabled;
+void debug_init(void);
+typedef enum { DEBUG_FREE_PLAIN, DEBUG_FREE_SIZED, DEBUG_FREE_ALIGNED_SIZED } debug_free_kind_t;
+void *debug_alloc(size_t size, size_t alignment, bool zero);
+void debug_free(void *p, size_t size, size_t alignment, debug_free_kind_t how);
+void *debug_realloc(void *p, size_t size);
+size_t debug_usable_size(const void *p);
+size_t debug_quarantine_bytes(void);
+void debug_quarantine_flush(void);
+unsigned long debug_faults_reported(void);
+uint16_t debug_context_current(void);
+const char *debug_context_name(uint16_t id);
+/* override.c: tell trace.c which functions are allocator entry points (a weak
+ * no-op where override.c is not linked: the sanitizer builds). */
+void override_register_entry_points(void);
+
+#define TRACE_DEPTH_MAX 32
+void trace_add_entry_point(const void *fn);
+/* The caller's stack, up to max return addresses, from the first frame
+ * above `mark` (a stack address in ebb's outermost frame; 0: none) and after
+ * the outermost allocator entry point. */
+int trace_capture(uintptr_t *pcs, int max, uintptr_t mark);
+/* Store a trace once; its id (0: none). */
+uint32_t trace_intern(const uintptr_t *pcs, int n);
+int trace_get(uint32_t id, uintptr_t *pcs, int max);
+/* Symbolized, one line per frame, each starting with `indent`. */
+void trace_print(text_t *t, uint32_t id, const char *indent);
+void trace_registry_counts(size_t *stored, size_t *raw, size_t *traces);
 
 #endif /* EBB_INTERNAL_H */

@@ -7,6 +7,7 @@
 #include "options.h"
 
 static const char *const purge_method_names[] = {"dontneed", "free", NULL};
+static const char *const on_error_names[] = {"abort", "continue", NULL};
 
 const option_desc_t option_table[OPT_COUNT] = {
     [OPT_PURGE_DELAY] = {"EBB_PURGE_DELAY", 50, -1, 3600000, NULL, false,
@@ -30,4 +31,19 @@ const option_desc_t option_table[OPT_COUNT] = {
     [OPT_STATS_INTERVAL] = {"EBB_STATS_INTERVAL", 0, 0, 86400000, NULL, false,
                             "ms between one-line samples printed by the background "
                             "thread (0: none; needs EBB_BACKGROUND=1)"},
+    [OPT_DEBUG] = {"EBB_DEBUG", 0, 0, 1, NULL, false,
+                   "1: debug mode: headers, canaries, fills, a quarantine and stack "
+                   "traces catch heap misuse (docs/debug-mode.md)"},
+    [OPT_DEBUG_ON_ERROR] = {"EBB_DEBUG_ON_ERROR", 0, 0, 1, on_error_names, false,
+                            "after a fault report: abort, or continue (the bad free is "
+                            "ignored)"},
+    [OPT_DEBUG_QUARANTINE] = {"EBB_DEBUG_QUARANTINE", 16 << 20, 0, 1L << 40, NULL, false,
+                              "bytes of freed blocks held back (filled, checked when they "
+                              "leave) before reuse"},
+    [OPT_DEBUG_FILL_ALLOC] = {"EBB_DEBUG_FILL_ALLOC", 0xA5, 0, 255, NULL, false,
+                              "byte written into new blocks (calloc's stay zero)"},
+    [OPT_DEBUG_FILL_FREE] = {"EBB_DEBUG_FILL_FREE", 0xDE, 0, 255, NULL, false,
+                             "byte written into freed blocks; a change is a write after free"},
+    [OPT_DEBUG_TRACE_DEPTH] = {"EBB_DEBUG_TRACE_DEPTH", 12, 0, 32, NULL, false,
+                               "frames kept per stack trace (0: no traces)"},
 };

@@ -17,6 +17,12 @@ typedef enum {
     OPT_STATS,          /* 0/1: the report at exit */
     OPT_STATS_FILE,     /* text: where reports and samples go (stderr if unset) */
     OPT_STATS_INTERVAL, /* ms; 0 = no periodic samples */
+    OPT_DEBUG,             /* 0/1: debug mode */
+    OPT_DEBUG_ON_ERROR,    /* 0 = abort, 1 = continue */
+    OPT_DEBUG_QUARANTINE,  /* bytes of freed blocks held back */
+    OPT_DEBUG_FILL_ALLOC,  /* byte written into new blocks */
+    OPT_DEBUG_FILL_FREE,   /* byte written into freed blocks */
+    OPT_DEBUG_TRACE_DEPTH, /* frames per stack trace */
     OPT_COUNT
 } option_id_t;
 

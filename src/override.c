@@ -58,6 +58,21 @@ EBB_EXPORT void free_aligned_sized(void *p, size_t alignment, size_t size)
     ebb_free_aligned_sized(p, alignment, size);
 }
 EBB_EXPORT int malloc_trim(size_t pad) { return ebb_malloc_trim(pad); }
+
+/* Debug mode's stack traces start at the caller of these. */
+void override_register_entry_points(void)
+{
+    const void *entries[] = {
+        (const void *)malloc, (const void *)free, (const void *)calloc, (const void *)realloc,
+        (const void *)reallocarray, (const void *)posix_memalign, (const void *)aligned_alloc,
+        (const void *)memalign, (const void *)valloc, (const void *)pvalloc,
+        (const void *)malloc_usable_size, (const void *)free_sized, (const void *)free_aligned_sized,
+        (const void *)cfree, (const void *)__libc_malloc, (const void *)__libc_free,
+        (const void *)__libc_calloc, (const void *)__libc_realloc, (const void *)__libc_memalign,
+    };
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        trace_add_entry_point(entries[i]);
+}
 EBB_EXPORT int mallopt(int param, int value) { return ebb_mallopt(param, value); }
 EBB_EXPORT void cfree(void *p) { alloc_free_inline(p); }
 

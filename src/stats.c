@@ -202,6 +202,15 @@ static void stats_fill(struct ebb_stats *st, struct ebb_heap_summary *sum)
     st->purge_passes = purge_pass_count();
     st->scavenger_wakeups = purge_wakeup_count();
     st->scavenger_running = purge_thread_running();
+    st->debug_mode = debug_enabled;
+    if (debug_enabled) {
+        size_t stored, raw, traces;
+        trace_registry_counts(&stored, &raw, &traces);
+        st->debug_quarantine_bytes = debug_quarantine_bytes();
+        st->debug_trace_bytes = stored;
+        st->debug_trace_raw_bytes = raw;
+        st->debug_traces = traces;
+    }
 }
 
 EBB_API int ebb_stats_get(struct ebb_stats *stats)
@@ -324,6 +333,12 @@ static void stats_report(int fd, const char *when)
     line_bytes(&t, "os_purged_bytes", st.os_purged_bytes);
     line_count(&t, "purge_passes", st.purge_passes);
     line_count(&t, "scavenger_wakeups", st.scavenger_wakeups);
+    if (st.debug_mode) {
+        line_bytes(&t, "debug_quarantine_bytes", st.debug_quarantine_bytes);
+        line_bytes(&t, "debug_trace_bytes", st.debug_trace_bytes);
+        line_bytes(&t, "debug_trace_raw_bytes", st.debug_trace_raw_bytes);
+        line_count(&t, "debug_traces", st.debug_traces);
+    }
     text_add(&t, "fragmentation           ");
     text_add_ratio(&t, st.live_bytes ? (double)st.committed_bytes / (double)st.live_bytes : 0);
     text_add(&t, "  (committed / live)\n");

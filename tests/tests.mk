@@ -127,5 +127,20 @@ else
 	@mkdir -p $(@D); echo "$(SAN_CC) not installed: no sanitizer build" > $@.skip
 endif
 
+# Debug mode: one small program per fault class (tests/debug/), built with the
+# compiler's misuse warnings off for these files only (they commit the misuse
+# on purpose), and the behaviour cases (tests/test_debug.c).
+FAULT_SRCS   := $(wildcard tests/debug/*.c)
+FAULT_PROGS  := $(patsubst tests/debug/%.c,$(TEST_DIR)/debug/%,$(FAULT_SRCS))
+FAULT_CFLAGS := $(TEST_CFLAGS) -O1 -Wno-free-nonheap-object -Wno-use-after-free \
+                -Wno-array-bounds -Wno-stringop-overflow -Wno-mismatched-dealloc
+test-build: $(FAULT_PROGS) $(TEST_DIR)/test_debug
+
+$(TEST_DIR)/debug/%: tests/debug/%.c tests/debug/fault.h $(TEST_HDRS) $(BUILD)/libebb.so
+	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) $< -o $@ $(TEST_LINK_EBB))
+
+$(TEST_DIR)/test_debug: tests/test_debug.c $(TEST_HDRS) $(BUILD)/libebb.so
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
+
 # The memory-return tests: their own rules, in the same style.
 -include tests/purge.mk

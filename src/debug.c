@@ -1,0 +1,723 @@
+/*
+ * debug.c — debug mode (EBB_DEBUG=1): every block carries a header and a
+ * canary, freed blocks wait in a quarantine filled with a pattern, and misuse
+ * is reported with stack traces at the first call that can see it.
+ *
+ * How it is reached without costing release mode anything on malloc: in
+ * debug mode a thread never gets a heap in tls.heap, so every malloc misses
+ * the fast path (tls.heap stays heap_empty, whose direct slots are empty) and
+ * reaches alloc_generic, which hands over to debug_alloc. Blocks come from a
+ * per-thread debug heap whose segments carry the owner's id with
+ * THREAD_ID_DEBUG set, an id no thread has: free's fast path never claims one
+ * of them. free itself checks debug_enabled first (one load and a branch, the
+ * only cost in release mode) so that even a pointer ebb never returned is
+ * reported rather than dereferenced.
+ *
+ * A block:  [header (48 bytes) | padding to the alignment | user bytes |
+ *            canary up to the block's end (at least 16 bytes)]
+ * The header sits at the start of the underlying block, so any pointer into
+ * the block finds it: the page gives the block, the block its header. Its
+ * `magic` says live or freed and is mixed with the header's own address; its
+ * `check` covers the fields set at allocation, so a stray write before the
+ * user bytes is reported as corruption instead of being trusted.
+ *
+ * Large blocks: fills and checks cover the whole block up to 1 MiB, and the
+ * first and last 64 KiB beyond (a huge block is not made resident by its
+ * fill); the canary is checked over its first 4 KiB.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+
+bool debug_enabled;
+
+#define DEBUG_MAGIC_LIVE  0xEBBA110CA7EDB10Cull
+#define DEBUG_MAGIC_FREED 0xEBBF4EEDB10CF4EEull
+#define CANARY_BYTE       0xCB
+#define TAIL_MIN          16
+#define FILL_FULL_MAX     ((size_t)1 << 20)
+#define FILL_EDGE         ((size_t)64 << 10)
+#define CANARY_CHECK_MAX  ((size_t)4 << 10)
+
+typedef struct debug_header_s {
+    uint64_t magic;      /* DEBUG_MAGIC_LIVE/FREED ^ the header's address */
+    uint64_t size;       /* requested */
+    uint32_t offset;     /* user pointer - block start */
+    uint32_t alloc_trace;
+    uint32_t free_trace;
+    uint16_t context;
+    uint8_t align_log2;  /* requested alignment (0: default) */
+    uint8_t zero;        /* calloc: the user bytes were zeroed, not filled */
+    struct debug_header_s *qnext; /* in the quarantine */
+    uint64_t check;      /* of size, offset, alloc_trace, context, align_log2 */
+} debug_header_t;
+
+_Static_assert(sizeof(debug_header_t) == 48, "the header is 48 bytes (a multiple of 16)");
+
+static struct {
+    bool on_error_continue;
+    uint8_t fill_alloc, fill_free;
+    int depth;
+    size_t quarantine_max;
+} cfg;
+
+static __thread bool in_debug; /* a trace capture that allocates must not recurse */
+/* The canonical frame address of the outermost debug_* function on this
+ * thread's stack (0 outside): trace frames at or below it are ebb's. */
+static __thread uintptr_t stack_mark;
+
+/* At the top of each public debug_* function: the first (outermost) one
+ * sets the mark to its own canonical frame address (its frame pointer + 16:
+ * the return address and the saved frame pointer lie between). */
+#define DEBUG_ENTER()                                                              \
+    bool outermost_ = stack_mark == 0;                                             \
+    if (outermost_)                                                                \
+        stack_mark = (uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *)
+#define DEBUG_LEAVE()                                                              \
+    do {                                                                           \
+        if (outermost_)                                                            \
+            stack_mark = 0;                                                        \
+    } while (0)
+
+/* override.c's entry points, where it is linked (not in the sanitizer builds). */
+__attribute__((weak)) void override_register_entry_points(void)
+{
+}
+
+/* ---------------------------------------------------------------------------
+ * Setup
+ * ------------------------------------------------------------------------- */
+void debug_init(void)
+{
+    if (!option_get(OPT_DEBUG))
+        return;
+    cfg.on_error_continue = option_get(OPT_DEBUG_ON_ERROR) == 1;
+    cfg.fill_alloc = (uint8_t)option_get(OPT_DEBUG_FILL_ALLOC);
+    cfg.fill_free = (uint8_t)option_get(OPT_DEBUG_FILL_FREE);
+    cfg.depth = (int)option_get(OPT_DEBUG_TRACE_DEPTH);
+    cfg.quarantine_max = (size_t)option_get(OPT_DEBUG_QUARANTINE);
+    /* Traces start at the caller of these. */
+    const void *entries[] = {
+        (const void *)ebb_malloc, (const void *)ebb_free, (const void *)ebb_calloc,
+        (const void *)ebb_realloc, (const void *)ebb_reallocarray, (const void *)ebb_posix_memalign,
+        (const void *)ebb_aligned_alloc, (const void *)ebb_memalign, (const void *)ebb_valloc,
+        (const void *)ebb_pvalloc, (const void *)ebb_free_sized, (const void *)ebb_free_aligned_sized,
+        (const void *)ebb_malloc_usable_size,
+    };
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        trace_add_entry_point(entries[i]);
+    override_register_entry_points();
+    debug_enabled = true;
+}
+
+static uint64_t header_check(const debug_header_t *h)
+{
+    uint64_t x = h->size * 0x9E3779B97F4A7C15ull;
+    x ^= ((uint64_t)h->offset << 32 | h->alloc_trace) * 0xC2B2AE3D27D4EB4Full;
+    x ^= ((uint64_t)h->context << 8 | h->align_log2) * 0x165667B19E3779F9ull;
+    return x ^ (x >> 29);
+}
+
+static uint32_t capture(void)
+{
+    if (cfg.depth == 0 || in_debug)
+        return 0;
+    in_debug = true;
+    uintptr_t pcs[TRACE_DEPTH_MAX];
+    int n = trace_capture(pcs, cfg.depth, stack_mark);
+    uint32_t id = trace_intern(pcs, n);
+    in_debug = false;
+    return id;
+}
+
+/* ---------------------------------------------------------------------------
+ * Reports
+ * ------------------------------------------------------------------------- */
+static lock_t report_lock = LOCK_INIT;
+static atomic_ulong faults_reported;
+
+static void add_hex(text_t *t, uintptr_t v)
+{
+    char hex[20];
+    int h = 0;
+    do {
+        hex[h++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    text_add(t, "0x");
+    while (h) {
+        char c[2] = {hex[--h], '\0'};
+        text_add(t, c);
+    }
+}
+
+/* One fault: its name, the pointer, the block (when it has a valid header)
+ * with its traces, and this call's trace. `detail` may be NULL. Then abort,
+ * unless EBB_DEBUG_ON_ERROR=continue. */
+static void report(const char *fault, const void *p, const debug_header_t *h, const char *detail)
+{
+    uint32_t here = capture();
+    lock_acquire(&report_lock);
+    atomic_fetch_add(&faults_reported, 1);
+    text_t t;
+    text_init(&t, 2);
+    text_add(&t, "==ebb== ERROR: ");
+    text_add(&t, fault);
+    text_add(&t, " of ");
+    add_hex(&t, (uintptr_t)p);
+    text_add(&t, " (pid ");
+    text_add_u64(&t, (uint64_t)os_getpid(), 0);
+    text_add(&t, ")\n");
+    if (detail) {
+        text_add(&t, "  ");
+        text_add(&t, detail);
+        text_add(&t, "\n");
+    }
+    if (h) {
+        text_add(&t, "  block: ");
+        text_add_u64(&t, h->size, 0);
+        text_add(&t, " bytes requested at ");
+        add_hex(&t, (uintptr_t)h + h->offset);
+        const char *ctx = debug_context_name(h->context);
+        if (ctx) {
+            text_add(&t, ", context \"");
+            text_add(&t, ctx);
+            text_add(&t, "\"");
+        }
+        text_add(&t, "\n");
+    }
+    text_add(&t, "  this call:\n");
+    trace_print(&t, here, "    ");
+    if (h) {
+        text_add(&t, "  allocated at:\n");
+        trace_print(&t, h->alloc_trace, "    ");
+        if (h->free_trace) {
+            text_add(&t, "  freed at:\n");
+            trace_print(&t, h->free_trace, "    ");
+        }
+    }
+    if (cfg.on_error_continue)
+        text_add(&t, "==ebb== continuing (EBB_DEBUG_ON_ERROR=continue)\n");
+    else
+        text_add(&t, "==ebb== aborting (EBB_DEBUG_ON_ERROR=continue logs faults and goes on)\n");
+    text_flush(&t);
+    lock_release(&report_lock);
+    if (!cfg.on_error_continue)
+        abort();
+}
+
+/* ---------------------------------------------------------------------------
+ * Fills and checks
+ * ------------------------------------------------------------------------- */
+static void fill(uint8_t *p, size_t n, uint8_t byte)
+{
+    if (n <= FILL_FULL_MAX) {
+        memset(p, byte, n);
+    } else {
+        memset(p, byte, FILL_EDGE);
+        memset(p + n - FILL_EDGE, byte, FILL_EDGE);
+    }
+}
+
+/* The first byte of [p, p + n) that is not `byte` (as `fill` wrote it), or NULL. */
+static const uint8_t *find_changed(const uint8_t *p, size_t n, uint8_t byte)
+{
+    size_t parts[2][2] = {{0, n}, {0, 0}};
+    if (n > FILL_FULL_MAX) {
+        parts[0][1] = FILL_EDGE;
+        parts[1][0] = n - FILL_EDGE;
+        parts[1][1] = n;
+    }
+    for (int k = 0; k < 2; k++)
+        for (size_t i = parts[k][0]; i < parts[k][1]; i++)
+            if (p[i] != byte)
+                return p + i;
+    return NULL;
+}
+
+static uint8_t *user_of(debug_header_t *h)
+{
+    return (uint8_t *)h + h->offset;
+}
+
+/* The canary: the padding between header and user bytes, and the bytes from
+ * the requested end to the block's end (its first CANARY_CHECK_MAX). */
+static size_t tail_len(debug_header_t *h)
+{
+    size_t usable = alloc_usable_size(h) - h->offset - h->size;
+    return usable < CANARY_CHECK_MAX ? usable : CANARY_CHECK_MAX;
+}
+
+static void canary_write(debug_header_t *h)
+{
+    memset((uint8_t *)h + sizeof *h, CANARY_BYTE, h->offset - sizeof *h);
+    memset(user_of(h) + h->size, CANARY_BYTE, tail_len(h));
+}
+
+static const uint8_t *canary_broken(debug_header_t *h)
+{
+    const uint8_t *bad = find_changed((uint8_t *)h + sizeof *h, h->offset - sizeof *h, CANARY_BYTE);
+    return bad ? bad : find_changed(user_of(h) + h->size, tail_len(h), CANARY_BYTE);
+}
+
+static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *when)
+{
+    char detail[160];
+    text_t t;
+    text_init(&t, -1);
+    bool before = bad < user_of(h);
+    text_add(&t, before ? "a write before the block's start (" : "a write past the requested size (");
+    text_add(&t, when);
+    text_add(&t, "): the byte at offset ");
+    if (before) {
+        text_add(&t, "-");
+        text_add_u64(&t, (uint64_t)(user_of(h) - bad), 0);
+    } else {
+        text_add_u64(&t, (uint64_t)(bad - user_of(h)), 0);
+    }
+    text_add(&t, " was changed");
+    size_t n = t.len < sizeof detail - 1 ? t.len : sizeof detail - 1;
+    memcpy(detail, t.buf, n);
+    detail[n] = '\0';
+    report(before ? "heap-buffer-underflow" : "heap-buffer-overflow", user_of(h), h, detail);
+}
+
+/* ---------------------------------------------------------------------------
+ * The debug heap and the underlying blocks
+ * ------------------------------------------------------------------------- */
+static heap_t *debug_heap(void)
+{
+    heap_t *h = tls_debug_heap;
+    return h ? h : heap_create_debug();
+}
+
+/* Give an underlying block back: by the owner's path if it is ours, else as
+ * a remote free. */
+static void release_block(void *block)
+{
+    alloc_release(tls_debug_heap, block);
+}
+
+/* ---------------------------------------------------------------------------
+ * The quarantine: a FIFO of freed blocks bounded in bytes (of their
+ * underlying blocks). A block leaving it is checked (its free fill intact, its
+ * canary intact) and released; its pages then follow the usual purge.
+ * ------------------------------------------------------------------------- */
+static lock_t quarantine_lock = LOCK_INIT;
+static debug_header_t *q_first, *q_last;
+static atomic_size_t q_bytes;
+static size_t q_count;
+
+static size_t block_bytes(debug_header_t *h)
+{
+    return alloc_usable_size(h);
+}
+
+static void leave_quarantine(debug_header_t *h)
+{
+    const uint8_t *bad = find_changed(user_of(h), h->size, cfg.fill_free);
+    if (bad) {
+        char detail[96];
+        text_t t;
+        text_init(&t, -1);
+        text_add(&t, "a write after free: the byte at offset ");
+        text_add_u64(&t, (uint64_t)(bad - user_of(h)), 0);
+        text_add(&t, " changed while the block was in quarantine");
+        size_t n = t.len < sizeof detail - 1 ? t.len : sizeof detail - 1;
+        memcpy(detail, t.buf, n);
+        detail[n] = '\0';
+        report("heap-use-after-free", user_of(h), h, detail);
+    } else if ((bad = canary_broken(h)) != NULL) {
+        report_overflow(h, bad, "found when it left the quarantine");
+    }
+    h->magic = 0;
+    release_block(h);
+}
+
+static void quarantine_push(debug_header_t *h)
+{
+    size_t bytes = block_bytes(h);
+    if (bytes > cfg.quarantine_max) {
+        leave_quarantine(h);
+        return;
+    }
+    debug_header_t *out = NULL, **out_tail = &out;
+    lock_acquire(&quarantine_lock);
+    h->qnext = NULL;
+    if (q_last)
+        q_last->qnext = h;
+    else
+        q_first = h;
+    q_last = h;
+    q_count++;
+    size_t total = atomic_load_explicit(&q_bytes, memory_order_relaxed) + bytes;
+    while (total > cfg.quarantine_max && q_first) {
+        debug_header_t *old = q_first;
+        q_first = old->qnext;
+        if (q_first == NULL)
+            q_last = NULL;
+        q_count--;
+        total -= block_bytes(old);
+        old->qnext = NULL;
+        *out_tail = old;
+        out_tail = &old->qnext;
+    }
+    atomic_store_explicit(&q_bytes, total, memory_order_relaxed);
+    lock_release(&quarantine_lock);
+    while (out) {
+        debug_header_t *next = out->qnext;
+        leave_quarantine(out);
+        out = next;
+    }
+}
+
+/* malloc_trim / ebb_collect(true): every block leaves the quarantine now
+ * (checked as usual), so that what it held can go back to the OS. */
+void debug_quarantine_flush(void)
+{
+    lock_acquire(&quarantine_lock);
+    debug_header_t *out = q_first;
+    q_first = q_last = NULL;
+    q_count = 0;
+    atomic_store_explicit(&q_bytes, 0, memory_order_relaxed);
+    lock_release(&quarantine_lock);
+    while (out) {
+        debug_header_t *next = out->qnext;
+        leave_quarantine(out);
+        out = next;
+    }
+}
+
+size_t debug_quarantine_bytes(void)
+{
+    return atomic_load_explicit(&q_bytes, memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------------------
+ * Allocation
+ * ------------------------------------------------------------------------- */
+
+/* The block just taken from a page's free list was linked to the next free
+ * block by its first word, which a write before a freed block's start (or
+ * after it left the quarantine) may have changed. Check the link now, before
+ * the next malloc follows it: a bad one is reported, and the page's free list
+ * is cut there (its remaining free blocks are lost, nothing else). */
+static void free_list_check(void *block)
+{
+    segment_t *seg = ptr_segment(block);
+    if (seg->kind != SEGMENT_NORMAL)
+        return;
+    page_t *page = segment_page_of(seg, block);
+    if (page->kind != PAGE_SMALL || page->free == NULL)
+        return;
+    uintptr_t next = (uintptr_t)page->free, start = (uintptr_t)page_start(page);
+    size_t bs = page->block_size;
+    if (next >= start && next < start + (size_t)page->capacity * bs && (next - start) % bs == 0)
+        return;
+    char detail[160];
+    text_t t;
+    text_init(&t, -1);
+    text_add(&t, "this freed block's free-list link was changed to ");
+    add_hex(&t, next);
+    text_add(&t, ", not a block of its page: a write into freed memory");
+    size_t n = t.len < sizeof detail - 1 ? t.len : sizeof detail - 1;
+    memcpy(detail, t.buf, n);
+    detail[n] = '\0';
+    page->free = NULL;
+    /* The block's user pointer when it was freed (the default layout). */
+    report("corrupted free list", (uint8_t *)block + sizeof(debug_header_t), NULL, detail);
+}
+
+static void *alloc_impl(size_t size, size_t alignment, bool zero)
+{
+    if (alignment < MIN_ALIGN)
+        alignment = MIN_ALIGN;
+    size_t offset = sizeof(debug_header_t);
+    if (alignment > MIN_ALIGN)
+        offset = (offset + alignment - 1) & ~(alignment - 1);
+    size_t total;
+    if (offset > UINT32_MAX || __builtin_add_overflow(size, offset + TAIL_MIN, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    heap_t *heap = debug_heap();
+    if (heap == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    debug_header_t *h = alloc_generic_in(heap, total, alignment, false);
+    if (h == NULL)
+        return NULL; /* errno set */
+    free_list_check(h);
+    h->size = size;
+    h->offset = (uint32_t)offset;
+    h->alloc_trace = capture();
+    h->free_trace = 0;
+    h->context = debug_context_current();
+    h->align_log2 = alignment > MIN_ALIGN ? (uint8_t)__builtin_ctzl(alignment) : 0;
+    h->zero = zero;
+    h->qnext = NULL;
+    h->check = header_check(h);
+    h->magic = DEBUG_MAGIC_LIVE ^ (uintptr_t)h;
+    uint8_t *user = user_of(h);
+    if (zero)
+        memset(user, 0, size);
+    else
+        fill(user, size, cfg.fill_alloc);
+    canary_write(h);
+    return user;
+}
+
+/* ---------------------------------------------------------------------------
+ * Finding a block's header from a pointer, and judging the pointer
+ * ------------------------------------------------------------------------- */
+typedef enum { PTR_OK, PTR_FOREIGN, PTR_INTERIOR, PTR_FREED, PTR_DAMAGED, PTR_NOT_LIVE } ptr_kind_t;
+
+/* The header of the underlying block containing p (NULL if p is in no live
+ * block of ours), and what p is. */
+static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
+{
+    *kind = PTR_FOREIGN;
+    if (!segment_map_contains(p))
+        return NULL;
+    segment_t *seg = ptr_segment(p);
+    uint8_t *block;
+    if (seg->kind == SEGMENT_HUGE) {
+        block = (uint8_t *)seg + seg->block_offset;
+    } else {
+        page_t *page = segment_page_of(seg, p);
+        if (page->kind == PAGE_SMALL) {
+            uint8_t *start = page_start(page);
+            size_t idx = ((uintptr_t)p - (uintptr_t)start) / page->block_size;
+            if (idx >= page->capacity)
+                return NULL;
+            block = start + idx * page->block_size;
+        } else if (page->kind == PAGE_LARGE) {
+            block = page_start(page);
+        } else {
+            return NULL;
+        }
+    }
+    if ((uint8_t *)p < block)
+        return NULL;
+    debug_header_t *h = (debug_header_t *)block;
+    if (h->magic == (DEBUG_MAGIC_FREED ^ (uintptr_t)h)) {
+        *kind = (uint8_t *)p == user_of(h) ? PTR_FREED : PTR_INTERIOR;
+        return h;
+    }
+    if (h->magic != (DEBUG_MAGIC_LIVE ^ (uintptr_t)h)) {
+        /* A free block of the underlying allocator (p was never returned, or
+         * was freed long ago), or a header overwritten from its first word. */
+        *kind = PTR_NOT_LIVE;
+        return h;
+    }
+    if (h->check != header_check(h) || h->offset < sizeof *h || h->offset > alloc_usable_size(h)) {
+        *kind = PTR_DAMAGED; /* live, but a write changed its header */
+        return h;
+    }
+    *kind = (uint8_t *)p == user_of(h) ? PTR_OK : PTR_INTERIOR;
+    return h;
+}
+
+/* Report p if it is not a live block's user pointer; true if it is. */
+static bool pointer_sound(const void *p, const char *what, debug_header_t **out)
+{
+    ptr_kind_t kind;
+    debug_header_t *h = header_for(p, &kind);
+    *out = h;
+    switch (kind) {
+    case PTR_OK:
+        return true;
+    case PTR_FOREIGN:
+        report(what[0] == 'r' ? "realloc of a pointer ebb never returned (foreign)"
+                              : "free of a pointer ebb never returned (foreign)", p, NULL, NULL);
+        return false;
+    case PTR_INTERIOR:
+        report(what[0] == 'r' ? "realloc of an interior pointer" : "free of an interior pointer", p,
+               h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h) ? h : NULL,
+               "the pointer lies inside a block but is not its start");
+        return false;
+    case PTR_FREED:
+        report(what[0] == 'r' ? "realloc of a freed block" : "double free", p, h, NULL);
+        return false;
+    case PTR_DAMAGED:
+        /* The size and traces come from the damaged header: shown, flagged. */
+        report("corrupted block header", p, h,
+               "a write before the block's start changed ebb's header (the size and "
+               "traces below are read from it and may be wrong too)");
+        return false;
+    case PTR_NOT_LIVE:
+        report(what[0] == 'r' ? "realloc of a pointer that is not a live block"
+                              : "free of a pointer that is not a live block", p, NULL,
+               "freed long ago (it left the quarantine), never returned by malloc, or its "
+               "block's header was overwritten from its first word");
+        return false;
+    }
+    return false;
+}
+
+/* ---------------------------------------------------------------------------
+ * Free, realloc, usable size
+ * ------------------------------------------------------------------------- */
+static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t how)
+{
+    if (p == NULL)
+        return;
+    debug_header_t *h;
+    if (!pointer_sound(p, "free", &h))
+        return; /* reported; with continue, the bad free is ignored */
+    if (how != DEBUG_FREE_PLAIN && size != h->size) {
+        char detail[128];
+        text_t t;
+        text_init(&t, -1);
+        text_add(&t, "free_sized was given ");
+        text_add_u64(&t, size, 0);
+        text_add(&t, " bytes; the block was allocated with ");
+        text_add_u64(&t, h->size, 0);
+        size_t n = t.len < sizeof detail - 1 ? t.len : sizeof detail - 1;
+        memcpy(detail, t.buf, n);
+        detail[n] = '\0';
+        report("free with the wrong size", p, h, detail);
+    }
+    if (how == DEBUG_FREE_ALIGNED_SIZED) {
+        size_t had = h->align_log2 ? (size_t)1 << h->align_log2 : MIN_ALIGN;
+        if (alignment != had && !(h->align_log2 == 0 && alignment <= MIN_ALIGN)) {
+            char detail[128];
+            text_t t;
+            text_init(&t, -1);
+            text_add(&t, "free_aligned_sized was given alignment ");
+            text_add_u64(&t, alignment, 0);
+            text_add(&t, "; the block was allocated with alignment ");
+            text_add_u64(&t, had, 0);
+            size_t n = t.len < sizeof detail - 1 ? t.len : sizeof detail - 1;
+            memcpy(detail, t.buf, n);
+            detail[n] = '\0';
+            report("free with the wrong alignment", p, h, detail);
+        }
+    }
+    const uint8_t *bad = canary_broken(h);
+    if (bad)
+        report_overflow(h, bad, "found at free");
+    h->free_trace = capture();
+    h->magic = DEBUG_MAGIC_FREED ^ (uintptr_t)h;
+    fill(user_of(h), h->size, cfg.fill_free);
+    quarantine_push(h);
+}
+
+static void *realloc_impl(void *p, size_t size)
+{
+    if (p == NULL)
+        return alloc_impl(size, 0, false);
+    debug_header_t *h;
+    if (!pointer_sound(p, "realloc", &h)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (size == 0) {
+        free_impl(p, 0, 0, DEBUG_FREE_PLAIN);
+        return NULL;
+    }
+    const uint8_t *bad = canary_broken(h);
+    if (bad)
+        report_overflow(h, bad, "found at realloc");
+    size_t alignment = h->align_log2 ? (size_t)1 << h->align_log2 : 0;
+    /* Always move: a block that stayed in place would hide a stale pointer. */
+    void *q = alloc_impl(size, alignment, false);
+    if (q == NULL)
+        return NULL; /* p is untouched */
+    memcpy(q, p, h->size < size ? h->size : size);
+    free_impl(p, 0, 0, DEBUG_FREE_PLAIN);
+    return q;
+}
+
+static size_t usable_size_impl(const void *p)
+{
+    if (p == NULL)
+        return 0;
+    debug_header_t *h;
+    if (!pointer_sound(p, "usable", &h))
+        return 0;
+    return h->size;
+}
+
+/* ---------------------------------------------------------------------------
+ * Contexts: ebb_debug_set_context names a phase; later allocations of the
+ * calling thread carry its number (16 bits in the header).
+ * ------------------------------------------------------------------------- */
+#define CONTEXT_MAX 1024
+#define CONTEXT_NAME_MAX 48
+static lock_t context_lock = LOCK_INIT;
+static char context_names[CONTEXT_MAX][CONTEXT_NAME_MAX];
+static size_t context_count = 1; /* 0: no context */
+static __thread uint16_t context_current;
+
+uint16_t debug_context_current(void)
+{
+    return context_current;
+}
+
+const char *debug_context_name(uint16_t id)
+{
+    return id && id < CONTEXT_MAX && context_names[id][0] ? context_names[id] : NULL;
+}
+
+EBB_API void ebb_debug_set_context(const char *name)
+{
+    if (name == NULL || name[0] == '\0') {
+        context_current = 0;
+        return;
+    }
+    lock_acquire(&context_lock);
+    size_t id = 0;
+    for (size_t i = 1; i < context_count; i++) {
+        if (strncmp(context_names[i], name, CONTEXT_NAME_MAX - 1) == 0) {
+            id = i;
+            break;
+        }
+    }
+    if (id == 0 && context_count < CONTEXT_MAX) {
+        id = context_count++;
+        strncpy(context_names[id], name, CONTEXT_NAME_MAX - 1);
+    }
+    lock_release(&context_lock);
+    context_current = (uint16_t)id;
+}
+
+unsigned long debug_faults_reported(void)
+{
+    return atomic_load(&faults_reported);
+}
+
+void *debug_alloc(size_t size, size_t alignment, bool zero)
+{
+    DEBUG_ENTER();
+    void *r = alloc_impl(size, alignment, zero);
+    DEBUG_LEAVE();
+    return r;
+}
+
+void *debug_realloc(void *p, size_t size)
+{
+    DEBUG_ENTER();
+    void *r = realloc_impl(p, size);
+    DEBUG_LEAVE();
+    return r;
+}
+
+size_t debug_usable_size(const void *p)
+{
+    DEBUG_ENTER();
+    size_t r = usable_size_impl(p);
+    DEBUG_LEAVE();
+    return r;
+}
+
+void debug_free(void *p, size_t size, size_t alignment, debug_free_kind_t how)
+{
+    DEBUG_ENTER();
+    free_impl(p, size, alignment, how);
+    DEBUG_LEAVE();
+}

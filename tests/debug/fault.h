@@ -1,0 +1,39 @@
+/*
+ * fault.h — shared by the small misuse programs in this directory. Each one
+ * commits one fault class against ebb in debug mode; tests/test_debug.sh runs
+ * it and checks the outcome. A program prints "victim=<pointer>" before the
+ * fault, so the driver can find the pointer in the report, and "survived"
+ * if it gets past the fault (EBB_DEBUG_ON_ERROR=continue).
+ *
+ * Built without the compiler's misuse warnings and without its malloc
+ * builtins (tests/tests.mk), so the faults are committed as written.
+ */
+#ifndef EBB_TEST_FAULT_H
+#define EBB_TEST_FAULT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The function reports must name as the allocation site. */
+__attribute__((noinline, unused)) static char *allocate_victim(size_t n)
+{
+    char *p = malloc(n);
+    __asm__ volatile("" ::: "memory"); /* a real call, not a tail call */
+    return p;
+}
+
+static void announce(const void *p)
+{
+    printf("victim=%p\n", p);
+    fflush(stdout);
+}
+
+static int survived(void)
+{
+    printf("survived\n");
+    return 0;
+}
+
+#endif

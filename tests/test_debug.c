@@ -1,0 +1,236 @@
+/*
+ * test_debug.c — debug mode's behaviour when nothing goes wrong: fills,
+ * usable sizes, realloc, alignment, the quarantine's bound, the trace
+ * registry. Run with EBB_DEBUG=1 (tests/run_tests.sh sets it); any fault
+ * report would abort the process and fail the test. The fault reports
+ * themselves are tests/test_debug.sh's.
+ */
+#include "check.h"
+
+#include <malloc.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "ebb.h"
+
+void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t alignment, size_t size);
+
+static struct ebb_stats stats(void)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    ebb_stats_get(&st);
+    return st;
+}
+
+static int env_byte(const char *name, int def)
+{
+    const char *v = getenv(name);
+    return v ? atoi(v) : def;
+}
+
+static bool all_bytes(const unsigned char *p, size_t n, int byte, size_t *bad)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] != byte) {
+            *bad = i;
+            return false;
+        }
+    }
+    return true;
+}
+
+static void debug_mode_is_on(void)
+{
+    REQUIRE(stats().debug_mode == 1, "run with EBB_DEBUG=1: the snapshot should say debug mode");
+}
+
+static void new_blocks_are_filled_and_calloc_stays_zero(void)
+{
+    int fill = env_byte("EBB_DEBUG_FILL_ALLOC", 0xA5);
+    size_t sizes[] = {1, 16, 100, 1000, 5000, 70000, 300000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k], bad = 0;
+        unsigned char *p = malloc(n);
+        REQUIRE(p != NULL, "malloc(%zu) failed", n);
+        CHECK(all_bytes(p, n, fill, &bad), "malloc(%zu): byte %zu is 0x%02x, expected the fill 0x%02x",
+              n, bad, p[bad], fill);
+        unsigned char *z = calloc(1, n);
+        REQUIRE(z != NULL, "calloc(%zu) failed", n);
+        CHECK(all_bytes(z, n, 0, &bad), "calloc(%zu): byte %zu is 0x%02x, expected 0", n, bad, z[bad]);
+        free(p);
+        free(z);
+    }
+}
+
+static void freed_blocks_hold_the_free_fill_in_quarantine(void)
+{
+    int fill = env_byte("EBB_DEBUG_FILL_FREE", 0xDE);
+    unsigned char *p = malloc(200);
+    REQUIRE(p != NULL, "malloc failed");
+    memset(p, 0x11, 200);
+    free(p);
+    size_t bad = 0;
+    /* Reading a freed block on purpose: debug mode keeps it in quarantine. */
+    CHECK(all_bytes(p, 200, fill, &bad), "a freed block should hold 0x%02x; byte %zu is 0x%02x", fill,
+          bad, p[bad]);
+}
+
+static void usable_size_is_the_requested_size(void)
+{
+    size_t sizes[] = {0, 1, 15, 16, 17, 100, 4097, 200000, 3 << 20};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        void *p = malloc(sizes[k]);
+        REQUIRE(p != NULL, "malloc(%zu) failed", sizes[k]);
+        CHECK(malloc_usable_size(p) == sizes[k], "malloc_usable_size of malloc(%zu) is %zu", sizes[k],
+              malloc_usable_size(p));
+        free_sized(p, sizes[k]); /* the right size: no report */
+    }
+    CHECK(malloc_usable_size(NULL) == 0, "malloc_usable_size(NULL) is 0");
+}
+
+static void realloc_moves_and_keeps_the_contents(void)
+{
+    char *p = NULL;
+    size_t sizes[] = {10, 100, 50, 5000, 300000, 20, 3 << 20, 7};
+    size_t have = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        char *q = realloc(p, sizes[k]);
+        REQUIRE(q != NULL, "realloc to %zu failed", sizes[k]);
+        CHECK(q != p, "debug realloc always moves (a stale pointer must not keep working)");
+        size_t keep = have < sizes[k] ? have : sizes[k];
+        for (size_t i = 0; i < keep; i++)
+            if (q[i] != (char)(i * 7)) {
+                CHECK(0, "realloc to %zu lost byte %zu", sizes[k], i);
+                break;
+            }
+        for (size_t i = 0; i < sizes[k]; i++)
+            q[i] = (char)(i * 7);
+        CHECK(malloc_usable_size(q) == sizes[k], "usable size after realloc: %zu, expected %zu",
+              malloc_usable_size(q), sizes[k]);
+        p = q;
+        have = sizes[k];
+    }
+    CHECK(realloc(p, 0) == NULL, "realloc(p, 0) frees and returns NULL");
+}
+
+static void every_alignment_up_to_1_mib(void)
+{
+    for (size_t a = 8; a <= ((size_t)1 << 20); a <<= 1) {
+        void *p = NULL;
+        int rc = posix_memalign(&p, a < sizeof(void *) ? sizeof(void *) : a, 3 * a + 5);
+        REQUIRE(rc == 0 && p, "posix_memalign(%zu) failed", a);
+        CHECK(((uintptr_t)p & (a - 1)) == 0, "posix_memalign(%zu) gave %p", a, p);
+        memset(p, 0x5A, 3 * a + 5);
+        free(p);
+        void *q = aligned_alloc(a, a);
+        REQUIRE(q != NULL, "aligned_alloc(%zu) failed", a);
+        CHECK(((uintptr_t)q & (a - 1)) == 0, "aligned_alloc(%zu) gave %p", a, q);
+        memset(q, 0x5A, a);
+        free_aligned_sized(q, a, a); /* the right alignment: no report */
+    }
+}
+
+/* The quarantine holds at most EBB_DEBUG_QUARANTINE bytes, is counted in the
+ * snapshot, and malloc_trim empties it (every block checked on its way out). */
+static void quarantine_is_bounded_counted_and_trimmed(void)
+{
+    long bound = env_byte("EBB_DEBUG_QUARANTINE", 16 << 20);
+    enum { N = 2000 };
+    static void *p[N];
+    for (int i = 0; i < N; i++) {
+        p[i] = malloc(64 * 1024);
+        REQUIRE(p[i] != NULL, "malloc failed");
+        memset(p[i], 1, 64 * 1024);
+    }
+    long rss_live = check_anon_rss();
+    for (int i = 0; i < N; i++)
+        free(p[i]);
+    struct ebb_stats s1 = stats();
+    CHECK(s1.debug_quarantine_bytes <= (uint64_t)bound && s1.debug_quarantine_bytes >= (uint64_t)bound / 2,
+          "after freeing 125 MiB the quarantine holds %llu bytes; expected at most (and near) %ld",
+          (unsigned long long)s1.debug_quarantine_bytes, bound);
+    malloc_trim(0);
+    struct ebb_stats s2 = stats();
+    long rss_after = check_anon_rss();
+    CHECK(s2.debug_quarantine_bytes == 0, "malloc_trim(0) empties the quarantine: %llu bytes left",
+          (unsigned long long)s2.debug_quarantine_bytes);
+    printf("    info: quarantine %llu bytes after the frees (bound %ld); RSS %ld KiB live, %ld KiB "
+           "after malloc_trim\n", (unsigned long long)s1.debug_quarantine_bytes, bound,
+           rss_live / 1024, rss_after / 1024);
+    CHECK(rss_after < rss_live / 4, "memory goes back in debug mode too: RSS %ld KiB after "
+          "malloc_trim, %ld KiB while live", rss_after / 1024, rss_live / 1024);
+}
+
+/* A call site allocating many times is stored once. */
+__attribute__((noinline)) static void *one_site(size_t n)
+{
+    void *p = malloc(n);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+static void traces_are_stored_once_per_distinct_stack(void)
+{
+    struct ebb_stats s0 = stats();
+    for (int i = 0; i < 20000; i++)
+        free(one_site(32));
+    struct ebb_stats s1 = stats();
+    uint64_t traces = s1.debug_traces - s0.debug_traces;
+    uint64_t stored = s1.debug_trace_bytes - s0.debug_trace_bytes;
+    uint64_t raw = s1.debug_trace_raw_bytes - s0.debug_trace_raw_bytes;
+    printf("    info: %llu traces recorded, %llu bytes raw, %llu bytes stored (%.0fx smaller)\n",
+           (unsigned long long)traces, (unsigned long long)raw, (unsigned long long)stored,
+           stored ? (double)raw / (double)stored : 0.0);
+    CHECK(traces >= 40000, "20000 mallocs and frees record 40000 traces; %llu recorded",
+          (unsigned long long)traces);
+    CHECK(stored < 1024, "they come from two call stacks: stored once, < 1 KiB; %llu bytes stored",
+          (unsigned long long)stored);
+    CHECK(s1.debug_trace_bytes * 3 < s1.debug_trace_raw_bytes,
+          "the registry (%llu bytes) is much smaller than the raw traces (%llu)",
+          (unsigned long long)s1.debug_trace_bytes, (unsigned long long)s1.debug_trace_raw_bytes);
+}
+
+/* Threads in debug mode: cross-thread frees, exits with blocks still live. */
+static void *worker(void *arg)
+{
+    void **slots = arg;
+    for (int i = 0; i < 20000; i++) {
+        int k = i % 64;
+        free(slots[k]);
+        slots[k] = malloc((size_t)(i % 3000) + 1);
+        memset(slots[k], 3, (size_t)(i % 3000) + 1);
+    }
+    return NULL;
+}
+
+static void threads_allocate_and_free_across_each_other(void)
+{
+    static void *slots[4][64];
+    pthread_t t[4];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 4; i++) /* each thread frees what another left */
+            REQUIRE(pthread_create(&t[i], NULL, worker, slots[(i + round) % 4]) == 0,
+                    "pthread_create failed");
+        for (int i = 0; i < 4; i++)
+            pthread_join(t[i], NULL);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 64; k++)
+            free(slots[i][k]);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    RUN_CASE(debug_mode_is_on);
+    RUN_CASE(new_blocks_are_filled_and_calloc_stays_zero);
+    RUN_CASE(freed_blocks_hold_the_free_fill_in_quarantine);
+    RUN_CASE(usable_size_is_the_requested_size);
+    RUN_CASE(realloc_moves_and_keeps_the_contents);
+    RUN_CASE(every_alignment_up_to_1_mib);
+    RUN_CASE(quarantine_is_bounded_counted_and_trimmed);
+    RUN_CASE(traces_are_stored_once_per_distinct_stack);
+    RUN_CASE(threads_allocate_and_free_across_each_other);
+    return check_finish();
+}

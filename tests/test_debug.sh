@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# test_debug.sh — debug mode's fault reports: each program of tests/debug/
+# commits one misuse; this driver runs it under EBB_DEBUG=1 and asserts the
+# outcome (the hardened_malloc model: the exact signal or exit status, and the
+# message).
+#
+# For every fault class:
+#   default (abort)              killed by SIGABRT; stderr has
+#                                "==ebb== ERROR: <fault> of <pointer>" with the
+#                                pointer the program printed, "this call:" with
+#                                a frame in main, and (when the block is known)
+#                                an "allocated at:" trace naming the function
+#                                that allocated it, with file:line when
+#                                addr2line is installed
+#   EBB_DEBUG_ON_ERROR=continue  exit 0, "survived" printed after the fault,
+#                                the fault reported exactly once
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${TEST_BUILD:-$ROOT/build}
+D=$BUILD/tests/debug
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ebb-debug.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+cases=0 failed_cases=0 case_failed=0 name=""
+fail() { echo "    FAILED [$name]: $*"; case_failed=1; }
+show() { sed 's/^/      | /' "$1" | head -n 40; }
+
+# expect PROGRAM FAULT ALLOC_FN [ENV...]: ALLOC_FN "-" when no block is known.
+expect() {
+    local prog=$1 fault=$2 alloc_fn=$3
+    shift 3
+    name=$prog
+    case_failed=0
+    cases=$((cases + 1))
+    echo "[ RUN  ] $name"
+    if [ ! -x "$D/$prog" ]; then
+        fail "$D/$prog was not built"
+    else
+        { env EBB_DEBUG=1 "$@" "$D/$prog" >"$TMP/out" 2>"$TMP/err"; } 2>/dev/null
+        local rc=$?
+        local ptr
+        ptr=$(sed -n 's/^victim=//p' "$TMP/out")
+        [ $rc -eq 134 ] || { fail "expected SIGABRT (status 134), got $rc"; show "$TMP/err"; }
+        grep -q "^==ebb== ERROR: $fault of $ptr (pid [0-9]*)$" "$TMP/err" ||
+            { fail "expected '==ebb== ERROR: $fault of $ptr'"; show "$TMP/err"; }
+        grep -q "survived" "$TMP/out" && fail "the program went on after the fault"
+        awk '/^  this call:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/err" |
+            grep -q " in main+" || fail "the trace of this call should show main"
+        if [ "$alloc_fn" != "-" ]; then
+            awk '/^  allocated at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/err" >"$TMP/alloc"
+            head -n 1 "$TMP/alloc" | grep -q " in $alloc_fn+" ||
+                { fail "the allocation trace should start in $alloc_fn"; show "$TMP/err"; }
+            if [ -x /usr/bin/addr2line ]; then
+                head -n 1 "$TMP/alloc" | grep -q " at .*tests/debug/.*\.[ch]:[0-9]*" ||
+                    fail "the allocation frame should have file:line: $(head -n 1 "$TMP/alloc")"
+            fi
+        fi
+        env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "$@" "$D/$prog" >"$TMP/out2" 2>"$TMP/err2"
+        rc=$?
+        [ $rc -eq 0 ] || { fail "with EBB_DEBUG_ON_ERROR=continue: expected exit 0, got $rc"; show "$TMP/err2"; }
+        grep -q "^survived$" "$TMP/out2" || fail "with continue, the program should go on"
+        local n
+        n=$(grep -c "^==ebb== ERROR: $fault of " "$TMP/err2")
+        [ "$n" -eq 1 ] || { fail "with continue, the fault should be reported once; it was $n times"; show "$TMP/err2"; }
+    fi
+    if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+        echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+}
+
+expect double_free          "double free"                                          allocate_victim
+expect free_foreign         "free of a pointer ebb never returned (foreign)"       -
+expect free_stack           "free of a pointer ebb never returned (foreign)"       -
+expect free_interior        "free of an interior pointer"                          allocate_victim
+expect free_sized_wrong     "free with the wrong size"                             allocate_victim
+expect free_aligned_wrong   "free with the wrong alignment"                        allocate_victim_aligned
+expect overflow             "heap-buffer-overflow"                                 allocate_victim
+expect header_write         "corrupted block header"                               allocate_victim
+expect use_after_free       "heap-use-after-free"                                  allocate_victim EBB_DEBUG_QUARANTINE=4096
+expect realloc_freed        "realloc of a freed block"                             allocate_victim
+expect realloc_foreign      "realloc of a pointer ebb never returned (foreign)"    -
+expect free_list_write      "corrupted free list"                                  -
+
+# The details that only some reports carry.
+name=details
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+{ EBB_DEBUG=1 "$D/double_free" >/dev/null 2>"$TMP/df"; } 2>/dev/null
+grep -q '^  block: 24 bytes requested at 0x[0-9a-f]*, context "phase-two"$' "$TMP/df" ||
+    fail "the double free report should give the size and the context: $(grep block: "$TMP/df")"
+awk '/^  freed at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/df" | grep -q " in main+" ||
+    fail "the double free report should carry the first free's trace"
+{ EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=4096 "$D/use_after_free" >/dev/null 2>"$TMP/uaf"; } 2>/dev/null
+grep -q "the byte at offset 5 changed while the block was in quarantine" "$TMP/uaf" ||
+    fail "the use-after-free report should say which byte changed"
+{ EBB_DEBUG=1 "$D/overflow" >/dev/null 2>"$TMP/ov"; } 2>/dev/null
+grep -q "a write past the requested size (found at free): the byte at offset 10 was changed" "$TMP/ov" ||
+    fail "the overflow report should say which byte changed"
+{ EBB_DEBUG=1 EBB_DEBUG_TRACE_DEPTH=0 "$D/double_free" >/dev/null 2>"$TMP/notrace"; } 2>/dev/null
+grep -q "(no stack trace)" "$TMP/notrace" || fail "EBB_DEBUG_TRACE_DEPTH=0 should record no traces"
+# Release mode: the same misuse is not diagnosed (and must not be reported).
+"$D/overflow" >"$TMP/rel" 2>&1
+grep -q "==ebb==" "$TMP/rel" && fail "without EBB_DEBUG nothing is reported"
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
+echo "$cases cases, $failed_cases failed"
+[ $failed_cases -eq 0 ]
