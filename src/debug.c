@@ -31,31 +31,9 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "debug.h"
 
 bool debug_enabled;
-
-#define DEBUG_MAGIC_LIVE  0xEBBA110CA7EDB10Cull
-#define DEBUG_MAGIC_FREED 0xEBBF4EEDB10CF4EEull
-#define CANARY_BYTE       0xCB
-#define TAIL_MIN          16
-#define FILL_FULL_MAX     ((size_t)1 << 20)
-#define FILL_EDGE         ((size_t)64 << 10)
-#define CANARY_CHECK_MAX  ((size_t)4 << 10)
-
-typedef struct debug_header_s {
-    uint64_t magic;      /* DEBUG_MAGIC_LIVE/FREED ^ the header's address */
-    uint64_t size;       /* requested */
-    uint32_t offset;     /* user pointer - block start */
-    uint32_t alloc_trace;
-    uint32_t free_trace;
-    uint16_t context;
-    uint8_t align_log2;  /* requested alignment (0: default) */
-    uint8_t zero;        /* calloc: the user bytes were zeroed, not filled */
-    struct debug_header_s *qnext; /* in the quarantine */
-    uint64_t check;      /* of size, offset, alloc_trace, context, align_log2 */
-} debug_header_t;
-
-_Static_assert(sizeof(debug_header_t) == 48, "the header is 48 bytes (a multiple of 16)");
 
 static struct {
     bool on_error_continue;
@@ -238,10 +216,6 @@ static const uint8_t *find_changed(const uint8_t *p, size_t n, uint8_t byte)
     return NULL;
 }
 
-static uint8_t *user_of(debug_header_t *h)
-{
-    return (uint8_t *)h + h->offset;
-}
 
 /* The canary: the padding between header and user bytes, and the bytes from
  * the requested end to the block's end (its first CANARY_CHECK_MAX). */
@@ -458,7 +432,7 @@ static void *alloc_impl(size_t size, size_t alignment, bool zero)
     h->free_trace = 0;
     h->context = debug_context_current();
     h->align_log2 = alignment > MIN_ALIGN ? (uint8_t)__builtin_ctzl(alignment) : 0;
-    h->zero = zero;
+    h->flags = zero ? DEBUG_FLAG_ZEROED : 0;
     h->qnext = NULL;
     h->check = header_check(h);
     h->magic = DEBUG_MAGIC_LIVE ^ (uintptr_t)h;

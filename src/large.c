@@ -214,6 +214,14 @@ void huge_free(segment_t *seg)
     purge_wake();
 }
 
+void huge_for_each_cached(void (*fn)(segment_t *seg, void *arg), void *arg)
+{
+    lock_acquire(&huge_lock);
+    for (size_t i = 0; i < huge_count; i++)
+        fn(huge_cache[i], arg);
+    lock_release(&huge_lock);
+}
+
 void huge_counts(huge_counts_t *out)
 {
     *out = (huge_counts_t){0};

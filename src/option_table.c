@@ -8,6 +8,7 @@
 
 static const char *const purge_method_names[] = {"dontneed", "free", NULL};
 static const char *const on_error_names[] = {"abort", "continue", NULL};
+static const char *const leak_names[] = {"off", "lost", "all", NULL};
 
 const option_desc_t option_table[OPT_COUNT] = {
     [OPT_PURGE_DELAY] = {"EBB_PURGE_DELAY", 50, -1, 3600000, NULL, false,
@@ -46,4 +47,10 @@ const option_desc_t option_table[OPT_COUNT] = {
                              "byte written into freed blocks; a change is a write after free"},
     [OPT_DEBUG_TRACE_DEPTH] = {"EBB_DEBUG_TRACE_DEPTH", 12, 0, 32, NULL, false,
                                "frames kept per stack trace (0: no traces)"},
+    [OPT_DEBUG_LEAKS] = {"EBB_DEBUG_LEAKS", 1, 0, 2, leak_names, false,
+                         "leak report at exit: off, lost (blocks no longer reachable) or "
+                         "all (reachable ones listed too)"},
+    [OPT_DEBUG_LEAK_EXITCODE] = {"EBB_DEBUG_LEAK_EXITCODE", 0, 0, 255, NULL, false,
+                                 "exit status of a process whose leak report found lost "
+                                 "blocks (0: unchanged)"},
 };

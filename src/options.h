@@ -23,6 +23,8 @@ typedef enum {
     OPT_DEBUG_FILL_ALLOC,  /* byte written into new blocks */
     OPT_DEBUG_FILL_FREE,   /* byte written into freed blocks */
     OPT_DEBUG_TRACE_DEPTH, /* frames per stack trace */
+    OPT_DEBUG_LEAKS,       /* 0 = off, 1 = lost, 2 = all */
+    OPT_DEBUG_LEAK_EXITCODE, /* exit status of a leaking process (0: unchanged) */
     OPT_COUNT
 } option_id_t;
 

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "debug.h"
 
 static uint64_t round_up_u64(uint64_t x, uint64_t to)
 {
@@ -409,14 +409,16 @@ void stats_init(void)
     }
 }
 
-/* The report at exit: a destructor of the library, so it runs after main
- * returns or exit() is called (after atexit handlers registered later than
- * the library was loaded). Other threads may still be running. */
+/* The reports at exit (this one, then debug mode's leak report): a destructor
+ * of the library, so it runs after main returns or exit() is called, after
+ * the atexit handlers and the destructors of everything loaded after ebb.
+ * Other threads may still be running. */
 __attribute__((destructor)) static void stats_at_exit(void)
 {
-    if (!option_get(OPT_STATS))
-        return;
-    int fd = stats_open_output();
-    stats_report(fd, "at exit");
-    stats_close_output(fd);
+    if (option_get(OPT_STATS)) {
+        int fd = stats_open_output();
+        stats_report(fd, "at exit");
+        stats_close_output(fd);
+    }
+    leak_report_at_exit(); /* debug mode (leak.c); last: it may end the process */
 }

@@ -102,5 +102,37 @@ grep -q "==ebb==" "$TMP/rel" && fail "without EBB_DEBUG nothing is reported"
 if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
     echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
 
+# The leak report at exit (tests/debug/leaks.c: 3 x 100 bytes lost from
+# allocate_lost; 200 bytes from allocate_kept and a chain of 1000 x 64 from
+# allocate_chain reachable from globals).
+name=leak_report
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+EBB_DEBUG=1 "$D/leaks" >"$TMP/lk.out" 2>"$TMP/lk"
+rc=$?
+[ $rc -eq 0 ] || fail "a leaking program keeps its exit status by default; got $rc"
+grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 300 bytes lost in 3 blocks$' "$TMP/lk" ||
+    { fail "expected 300 bytes lost in 3 blocks"; show "$TMP/lk"; }
+awk '/300 bytes in 3 blocks lost, allocated at:/ { t = 1; next } /^==ebb==/ { t = 0 } t' "$TMP/lk" |
+    head -n 1 | grep -q " in allocate_lost+" || fail "the lost group should name allocate_lost"
+grep -q "allocate_kept\|allocate_chain" "$TMP/lk" && fail "reachable blocks must not be listed by default"
+grep -q '^==ebb== still reachable: [0-9]* bytes in [0-9]* blocks (EBB_DEBUG_LEAKS=all lists them)$' "$TMP/lk" ||
+    fail "one summary line for the reachable blocks"
+[ "$(tail -n 1 "$TMP/lk")" = "==ebb== end of leak report" ] || fail "the report must end with its marker"
+EBB_DEBUG=1 EBB_DEBUG_LEAKS=all "$D/leaks" >/dev/null 2>"$TMP/lkall"
+grep -q '^==ebb== 64000 bytes in 1000 blocks still reachable, allocated at:$' "$TMP/lkall" ||
+    { fail "EBB_DEBUG_LEAKS=all lists the reachable chain"; show "$TMP/lkall"; }
+awk '/64000 bytes in 1000 blocks still reachable/ { t = 1; next } /^==ebb==/ { t = 0 } t' "$TMP/lkall" |
+    head -n 1 | grep -q " in allocate_chain+" || fail "the chain's group should name allocate_chain"
+EBB_DEBUG=1 EBB_DEBUG_LEAKS=off "$D/leaks" >/dev/null 2>"$TMP/lkoff"
+[ -s "$TMP/lkoff" ] && fail "EBB_DEBUG_LEAKS=off prints nothing: $(head -n 2 "$TMP/lkoff")"
+EBB_DEBUG=1 EBB_DEBUG_LEAK_EXITCODE=23 "$D/leaks" >/dev/null 2>&1
+rc=$?
+[ $rc -eq 23 ] || fail "EBB_DEBUG_LEAK_EXITCODE=23: a leaking process exits 23; got $rc"
+{ EBB_DEBUG=1 EBB_DEBUG_LEAK_EXITCODE=23 "$D/free_interior" >/dev/null 2>&1; } 2>/dev/null
+[ $? -eq 134 ] || fail "the exit code applies to leaks only"
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
 echo "$cases cases, $failed_cases failed"
 [ $failed_cases -eq 0 ]

@@ -24,13 +24,13 @@ __attribute__((noinline, unused)) static char *allocate_victim(size_t n)
     return p;
 }
 
-static void announce(const void *p)
+__attribute__((unused)) static void announce(const void *p)
 {
     printf("victim=%p\n", p);
     fflush(stdout);
 }
 
-static int survived(void)
+__attribute__((unused)) static int survived(void)
 {
     printf("survived\n");
     return 0;

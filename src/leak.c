@@ -1,0 +1,403 @@
+/*
+ * leak.c — debug mode's leak report at exit: the live blocks no longer
+ * reachable from the program's roots, grouped by allocation stack.
+ *
+ * When: from the library's destructor (stats.c), so after the atexit handlers
+ * and destructors that ran before ebb's — for a preloaded or linked ebb, after
+ * the program's own and those of the libraries loaded after it. Blocks those
+ * later-running destructors would free still count. A process that ends with
+ * _exit, a signal or exec gets no report.
+ *
+ * How (a conservative mark-and-sweep, no allocation):
+ *   1. every live debug block, as a span [user, user + size), in a mapped
+ *      array sorted by address;
+ *   2. roots: every readable and writable mapping in /proc/self/maps — data
+ *      and bss of every loaded object, thread stacks and their TLS, the
+ *      [heap] — except ebb's own segments and huge mappings (their live
+ *      blocks are reached only by marking) and this report's own arrays
+ *      (they hold every block's address); for the calling thread's stack
+ *      only the part above its stack pointer, with its registers spilled
+ *      there first. Any aligned word that points into a span (its start or
+ *      inside it) marks the block;
+ *   3. every marked block's bytes are scanned the same way (a mapped work
+ *      list, so long chains need no recursion);
+ *   4. the unmarked blocks are the leaks, grouped by allocation trace,
+ *      largest first.
+ * Memory is read with process_vm_readv, so a mapping another thread unmaps
+ * meanwhile is skipped, not a crash. What it cannot see: pointers held only in
+ * other threads' registers (those threads are still running; their stacks are
+ * scanned whole), pointers stored disguised (xor-ed, compressed, in files),
+ * and blocks referenced only from memory ebb does not know as a root (another
+ * allocator's heap, mappings without write permission).
+ */
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "debug.h"
+
+typedef struct span_s {
+    uintptr_t start, end;
+    debug_header_t *h;
+} span_t;
+
+static struct {
+    span_t *spans;
+    size_t count, cap;
+    size_t *work;
+    size_t work_len;
+    /* Not roots: cached huge mappings, and this report's own arrays (which
+     * hold every block's address). */
+    uintptr_t skip[HUGE_CACHE_MAX + 1][2];
+    size_t skip_count;
+} lk;
+
+/* ---------------------------------------------------------------------------
+ * 1. The live blocks
+ * ------------------------------------------------------------------------- */
+static void span_add(debug_header_t *h)
+{
+    if (!debug_header_live(h))
+        return;
+    if (lk.spans == NULL) { /* counting pass */
+        lk.cap++;
+        return;
+    }
+    if (lk.count == lk.cap)
+        return; /* allocated since the count: not in this report */
+    uintptr_t start = (uintptr_t)user_of(h);
+    lk.spans[lk.count++] = (span_t){start, start + h->size, h};
+}
+
+static void spans_of_segment(segment_t *seg, void *arg)
+{
+    (void)arg;
+    uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
+    for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
+        page_t *page = &seg->pages[i];
+        if ((free_mask >> i) & 1 || page->slice_offset != 0)
+            continue;
+        if (page->kind == PAGE_LARGE) {
+            span_add((debug_header_t *)page_start(page));
+        } else if (page->kind == PAGE_SMALL && page->block_size >= sizeof(debug_header_t)) {
+            uint8_t *start = page_start(page);
+            for (size_t k = 0; k < page->capacity; k++)
+                span_add((debug_header_t *)(start + k * page->block_size));
+        }
+    }
+}
+
+static void spans_of_huge(segment_t *seg, void *arg)
+{
+    (void)arg;
+    span_add((debug_header_t *)((uint8_t *)seg + seg->block_offset));
+}
+
+static void cached_huge(segment_t *seg, void *arg)
+{
+    (void)arg;
+    if (lk.skip_count < HUGE_CACHE_MAX + 1) {
+        lk.skip[lk.skip_count][0] = (uintptr_t)seg;
+        lk.skip[lk.skip_count][1] = (uintptr_t)seg + seg->map_size;
+        lk.skip_count++;
+    }
+}
+
+static void spans_sort(void)
+{
+    /* Heapsort: no allocation, no recursion. */
+    span_t *a = lk.spans;
+    size_t n = lk.count;
+    for (size_t start = n / 2; start-- > 0;) {
+        for (size_t root = start;;) {
+            size_t child = 2 * root + 1;
+            if (child >= n)
+                break;
+            if (child + 1 < n && a[child + 1].start > a[child].start)
+                child++;
+            if (a[root].start >= a[child].start)
+                break;
+            span_t t = a[root]; a[root] = a[child]; a[child] = t;
+            root = child;
+        }
+    }
+    for (size_t end = n; end-- > 1;) {
+        span_t t = a[0]; a[0] = a[end]; a[end] = t;
+        for (size_t root = 0;;) {
+            size_t child = 2 * root + 1;
+            if (child >= end)
+                break;
+            if (child + 1 < end && a[child + 1].start > a[child].start)
+                child++;
+            if (a[root].start >= a[child].start)
+                break;
+            span_t u = a[root]; a[root] = a[child]; a[child] = u;
+            root = child;
+        }
+    }
+}
+
+/* The span a word points into (its start, or inside it), or -1. */
+static long span_find(uintptr_t v)
+{
+    size_t lo = 0, hi = lk.count;
+    while (lo < hi) { /* the first span starting after v */
+        size_t mid = (lo + hi) / 2;
+        if (lk.spans[mid].start <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    const span_t *s = &lk.spans[lo - 1];
+    return v < s->end || v == s->start ? (long)(lo - 1) : -1;
+}
+
+/* ---------------------------------------------------------------------------
+ * 2, 3. Marking
+ * ------------------------------------------------------------------------- */
+static void mark_word(uintptr_t v)
+{
+    long i = span_find(v);
+    if (i < 0)
+        return;
+    debug_header_t *h = lk.spans[i].h;
+    if (h->flags & DEBUG_FLAG_MARKED)
+        return;
+    h->flags |= DEBUG_FLAG_MARKED;
+    lk.work[lk.work_len++] = (size_t)i;
+}
+
+/* Scan [start, end) for words pointing into spans, reading through
+ * process_vm_readv so that memory unmapped meanwhile is skipped. */
+static void scan_range(uintptr_t start, uintptr_t end)
+{
+    static uintptr_t buf[8192];
+    start = (start + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
+    pid_t self = getpid();
+    while (start + sizeof(uintptr_t) <= end) {
+        size_t n = (size_t)(end - start) / sizeof(uintptr_t);
+        if (n > sizeof buf / sizeof buf[0])
+            n = sizeof buf / sizeof buf[0];
+        struct iovec local = {buf, n * sizeof(uintptr_t)};
+        struct iovec remote = {(void *)start, n * sizeof(uintptr_t)};
+        ssize_t got = process_vm_readv(self, &local, 1, &remote, 1, 0);
+        if (got <= 0) { /* unreadable: skip a page */
+            start = (start | (os_info.page_size - 1)) + 1;
+            continue;
+        }
+        size_t words = (size_t)got / sizeof(uintptr_t);
+        for (size_t k = 0; k < words; k++)
+            mark_word(buf[k]);
+        start += words * sizeof(uintptr_t);
+        if (words == 0)
+            break;
+    }
+}
+
+/* A root range, minus ebb's own memory: segments (one 4 MiB unit each, in the
+ * segment map), cached huge mappings, and live blocks (reached by marking). */
+static void scan_root(uintptr_t start, uintptr_t end)
+{
+    while (start < end) {
+        uintptr_t unit = start & ~(uintptr_t)SEGMENT_MASK;
+        if (segment_map_contains((void *)(unit + 64))) {
+            start = unit + SEGMENT_SIZE;
+            continue;
+        }
+        uintptr_t stop = unit + SEGMENT_SIZE < end ? unit + SEGMENT_SIZE : end;
+        bool skipped = false;
+        for (size_t k = 0; k < lk.skip_count && !skipped; k++) {
+            if (start >= lk.skip[k][0] && start < lk.skip[k][1]) {
+                start = lk.skip[k][1];
+                skipped = true;
+            } else if (lk.skip[k][0] > start && lk.skip[k][0] < stop) {
+                stop = lk.skip[k][0];
+            }
+        }
+        if (skipped)
+            continue;
+        long i = span_find(start);
+        if (i >= 0 && lk.spans[i].end > start) { /* inside a live block: skip it */
+            start = lk.spans[i].end;
+            continue;
+        }
+        /* Up to the next live block. */
+        size_t lo = i >= 0 ? (size_t)i + 1 : 0;
+        while (lo < lk.count && lk.spans[lo].start < start)
+            lo++;
+        if (lo < lk.count && lk.spans[lo].start < stop)
+            stop = lk.spans[lo].start;
+        scan_range(start, stop);
+        start = stop;
+    }
+}
+
+static uintptr_t parse_hex(const char **s)
+{
+    uintptr_t v = 0;
+    for (;; (*s)++) {
+        char c = **s;
+        if (c >= '0' && c <= '9')
+            v = v * 16 + (uintptr_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = v * 16 + (uintptr_t)(c - 'a' + 10);
+        else
+            return v;
+    }
+}
+
+static void scan_roots(uintptr_t sp)
+{
+    static char maps[1 << 20];
+    size_t n = os_read_file("/proc/self/maps", maps, sizeof maps - 1);
+    maps[n] = '\0';
+    for (const char *line = maps; *line;) {
+        const char *s = line;
+        uintptr_t start = parse_hex(&s);
+        s++; /* '-' */
+        uintptr_t end = parse_hex(&s);
+        s++; /* ' ' */
+        bool rw = s[0] == 'r' && s[1] == 'w';
+        const char *nl = strchr(line, '\n');
+        line = nl ? nl + 1 : line + strlen(line);
+        if (!rw)
+            continue;
+        if (sp >= start && sp < end)
+            start = sp; /* our own stack: only the live part */
+        scan_root(start, end);
+    }
+}
+
+static void mark_all(void)
+{
+    while (lk.work_len > 0) {
+        const span_t *s = &lk.spans[lk.work[--lk.work_len]];
+        scan_range(s->start, s->end);
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * 4. The report
+ * ------------------------------------------------------------------------- */
+typedef struct group_s {
+    uint32_t trace;
+    uint32_t marked;
+    uint64_t count, bytes;
+} group_t;
+
+static void print_groups(text_t *t, group_t *g, size_t n, bool marked)
+{
+    /* Largest first: n is small next to the blocks; selection sort in place. */
+    for (size_t i = 0; i < n; i++) {
+        size_t best = i;
+        for (size_t j = i + 1; j < n; j++)
+            if (g[j].bytes > g[best].bytes)
+                best = j;
+        group_t tmp = g[i]; g[i] = g[best]; g[best] = tmp;
+        if ((bool)g[i].marked != marked)
+            continue;
+        text_add(t, "==ebb== ");
+        text_add_u64(t, g[i].bytes, 0);
+        text_add(t, g[i].bytes == 1 ? " byte in " : " bytes in ");
+        text_add_u64(t, g[i].count, 0);
+        text_add(t, g[i].count == 1 ? " block " : " blocks ");
+        text_add(t, marked ? "still reachable" : "lost");
+        text_add(t, ", allocated at:\n");
+        trace_print(t, g[i].trace, "    ");
+    }
+}
+
+void leak_report_at_exit(void)
+{
+    long mode = option_get(OPT_DEBUG_LEAKS);
+    if (!debug_enabled || mode == 0)
+        return;
+    __builtin_unwind_init(); /* callee-saved registers onto our stack */
+    volatile uintptr_t sp_anchor = 0;
+    uintptr_t sp = (uintptr_t)&sp_anchor;
+    purge_exclusive_begin();
+    memset(&lk, 0, sizeof lk);
+    segment_for_each(spans_of_segment, NULL);
+    huge_for_each_live(spans_of_huge, NULL);
+    size_t cap = lk.cap + 64;
+    size_t bytes = cap * (sizeof(span_t) + sizeof(size_t) + sizeof(group_t));
+    bytes = (bytes + os_info.page_size - 1) & ~(os_info.page_size - 1);
+    uint8_t *mem = os_map_aligned(bytes, os_info.page_size, 0);
+    if (mem == NULL) {
+        purge_exclusive_end();
+        static const char msg[] = "==ebb== no memory for the leak report\n";
+        os_write_stderr(msg, sizeof msg - 1);
+        return;
+    }
+    lk.spans = (span_t *)mem;
+    lk.cap = cap;
+    lk.work = (size_t *)(mem + cap * sizeof(span_t));
+    group_t *groups = (group_t *)(mem + cap * (sizeof(span_t) + sizeof(size_t)));
+    segment_for_each(spans_of_segment, NULL);
+    huge_for_each_live(spans_of_huge, NULL);
+    lk.skip[0][0] = (uintptr_t)mem;
+    lk.skip[0][1] = (uintptr_t)mem + bytes;
+    lk.skip_count = 1;
+    huge_for_each_cached(cached_huge, NULL);
+    spans_sort();
+    for (size_t i = 0; i < lk.count; i++)
+        lk.spans[i].h->flags &= (uint8_t)~DEBUG_FLAG_MARKED;
+    scan_roots(sp);
+    mark_all();
+    purge_exclusive_end();
+
+    /* Group by (trace, reachable). */
+    size_t ngroups = 0;
+    uint64_t lost = 0, lost_bytes = 0, kept = 0, kept_bytes = 0;
+    for (size_t i = 0; i < lk.count; i++) {
+        debug_header_t *h = lk.spans[i].h;
+        uint32_t marked = (h->flags & DEBUG_FLAG_MARKED) != 0;
+        h->flags &= (uint8_t)~DEBUG_FLAG_MARKED;
+        if (marked) {
+            kept++;
+            kept_bytes += h->size;
+        } else {
+            lost++;
+            lost_bytes += h->size;
+        }
+        if (marked && mode != 2)
+            continue;
+        size_t g = 0;
+        while (g < ngroups && (groups[g].trace != h->alloc_trace || groups[g].marked != marked))
+            g++;
+        if (g == ngroups) {
+            if (ngroups == cap)
+                continue;
+            groups[ngroups++] = (group_t){h->alloc_trace, marked, 0, 0};
+        }
+        groups[g].count++;
+        groups[g].bytes += h->size;
+    }
+
+    text_t t;
+    text_init(&t, 2);
+    text_add(&t, "==ebb== LEAK REPORT (pid ");
+    text_add_u64(&t, (uint64_t)os_getpid(), 0);
+    text_add(&t, "): ");
+    text_add_u64(&t, lost_bytes, 0);
+    text_add(&t, " bytes lost in ");
+    text_add_u64(&t, lost, 0);
+    text_add(&t, lost == 1 ? " block\n" : " blocks\n");
+    print_groups(&t, groups, ngroups, false);
+    if (mode == 2)
+        print_groups(&t, groups, ngroups, true);
+    text_add(&t, "==ebb== still reachable: ");
+    text_add_u64(&t, kept_bytes, 0);
+    text_add(&t, " bytes in ");
+    text_add_u64(&t, kept, 0);
+    text_add(&t, kept == 1 ? " block" : " blocks");
+    text_add(&t, mode == 2 ? "\n" : " (EBB_DEBUG_LEAKS=all lists them)\n");
+    text_add(&t, "==ebb== end of leak report\n");
+    text_flush(&t);
+    os_unmap(mem, bytes);
+    long code = option_get(OPT_DEBUG_LEAK_EXITCODE);
+    if (lost > 0 && code > 0)
+        _exit((int)code);
+}
