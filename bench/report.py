@@ -257,7 +257,7 @@ class Report:
         hi = min(max(max(values), 1) * 1.25, 64)
         ytics = ", ".join(f'"{w}" {i * group + (len(self.peers) - 1) / 2:.2f}'
                           for i, w in enumerate(self.labels))
-        height = 120 + int(len(self.labels) * group * 11)
+        height = 140 + int(len(self.labels) * group * 9)
         plots = ", ".join(
             f"'{data}' index {j} using 1:2:3:4:5:6 with boxxyerrorbars "
             f"fillstyle solid 0.85 noborder lc rgb '{COLOURS.get(a, '#9467bd')}' title '{a}'"
@@ -274,7 +274,7 @@ set yrange [{len(self.labels) * group - 0.5}:-1]
 set ytics ({ytics}) noenhanced scale 0
 set key outside top center horizontal
 set arrow from 1, graph 0 to 1, graph 1 nohead lc rgb 'black' lw 1.5
-set label "ebb = 1" at 1, graph 1 offset 0.5, 0.7 font ',10'
+set xlabel "allocator's median / ebb's median (log scale; the black line, 1, is ebb)"
 plot {plots}
 """
         try:
