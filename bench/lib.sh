@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/lib.sh — what the benchmark runners share (bench/run.sh,
 # bench/run_seeds.sh, bench/callgrind.sh): finding the allocators, running one
 # measured run, accounting for the machine's noise, describing the machine.
@@ -179,7 +180,7 @@ bench_measure() {
 	# shellcheck disable=SC2206  # A_ENV is a word list on purpose
 	[[ -n ${A_ENV[a]} ]] && cmd+=(${A_ENV[a]})
 	cmd+=("$@")
-	R_STATUS=ok R_LINE= R_TIME=- R_WALL=- R_RSS=- R_OTHER=- R_NOISY=0
+	R_STATUS=ok R_LINE='' R_TIME=- R_WALL=- R_RSS=- R_OTHER=- R_NOISY=0
 	"$BENCH_BUILD/measure" -t "${RUN_TIMEOUT:-300}" -o "$SCRATCH/measure" -- "${cmd[@]}" \
 		>"$SCRATCH/out" 2>"$SCRATCH/err" </dev/null || true
 	local m
@@ -188,6 +189,7 @@ bench_measure() {
 		R_STATUS="the launcher failed: $(tr '\n' ' ' <"$SCRATCH/err" | cut -c1-200)"
 		return 0
 	fi
+	# shellcheck disable=SC2034  # R_RSS is for the runner
 	R_WALL=$(bench_field wall_ms "$m") R_RSS=$(bench_field maxrss_kb "$m")
 	R_OTHER=$(bench_field other_pct "$m")
 	local status steal
