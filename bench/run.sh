@@ -146,7 +146,9 @@ else
 	OUT=bench/results/bench-$STAMP
 fi
 mkdir -p "$(dirname "$OUT")"
-RAW=$OUT.tsv
+# The runs go to a .partial file, renamed when the report is written: an
+# interrupted run leaves nothing that looks like a result.
+RAW=$OUT.tsv.partial
 printf 'rep\tworkload\tallocator\ttime_ms\twall_ms\tmaxrss_kb\tend_rss_kb\tother_pct\tstatus\n' >"$RAW"
 
 # ---------------------------------------------------------------- running
@@ -220,6 +222,8 @@ META=$OUT.meta
 	printf 'noisy_pct\t%s\n' "$NOISY_PCT"
 } >"$META"
 
+mv "$RAW" "$OUT.tsv"
+RAW=$OUT.tsv
 "$PYTHON" bench/report.py "$RAW" "$META" "$OUT"
 echo >&2
 echo "report: $OUT.md (runs: $RAW; charts: $OUT-time.svg, $OUT-rss.svg)" >&2
