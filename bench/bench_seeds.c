@@ -23,126 +23,20 @@
  * Anonymous RSS is the "Anonymous:" line of /proc/self/smaps_rollup, read with
  * open/read into a stack buffer: the readings themselves allocate nothing.
  *
- * Output, one line, `key=value` fields like bench_core's:
+ * Output, one line (see bench_common.h, bench_result):
  *
- *   big ms=812.345 phase_ms=812.345 rss_start_kb=1536 rss_peak_kb=331000
- *       rss_idle_kb=2048 idle_s=10 malloc=libebb.so
+ *   big phase_ms=812.345 rss_start_kb=1536 rss_peak_kb=331000 rss_idle_kb=2048
+ *       idle_s=10 ms=812.345 check=... maxrss_kb=... malloc=libebb.so
  *
  * ms is the work from its start until every worker is parked (thread creation
  * included, the idle wait excluded); phase_ms is the timed core of the work
  * (for rev1k/rev512k the allocation+memset loop plus the reverse free loop
  * alone; for the threaded scenarios the same as ms).
  */
-#include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <pthread.h>
+#define BENCH_PROG "bench_seeds"
+#include "bench_common.h"
+
 #include <stdatomic.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#define KIB ((size_t)1024)
-#define MIB (1024 * KIB)
-
-static volatile uint64_t sink;
-
-/* ---------------------------------------------------------------- helpers */
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static inline uint64_t xorshift64(uint64_t *state)
-{
-	uint64_t x = *state;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	*state = x;
-	return x;
-}
-
-/* A value in [lo, hi] from 32 random bits. */
-static inline size_t between(uint64_t *state, size_t lo, size_t hi)
-{
-	uint32_t r = (uint32_t)(xorshift64(state) >> 32);
-	return lo + (size_t)(((uint64_t)r * (hi - lo + 1)) >> 32);
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "bench_seeds: %s\n", what);
-	exit(2);
-}
-
-static void *xmalloc(size_t size)
-{
-	void *p = malloc(size);
-	if (p == NULL) {
-		fprintf(stderr, "bench_seeds: malloc(%zu) returned NULL\n", size);
-		exit(2);
-	}
-	return p;
-}
-
-/* The anonymous RSS of this process in KiB, from /proc/self/smaps_rollup; -1
- * when it cannot be read. No stdio, no allocation: open, read, parse. */
-static long anon_rss_kb(void)
-{
-	char buf[4096];
-	int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	size_t len = 0;
-	for (;;) {
-		ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (len == sizeof buf - 1)
-			break;
-	}
-	close(fd);
-	buf[len] = '\0';
-	static const char key[] = "\nAnonymous:";
-	const char *p = strstr(buf, key);
-	if (p == NULL)
-		return -1;
-	p += sizeof key - 1;
-	while (*p == ' ' || *p == '\t')
-		p++;
-	long kb = 0;
-	while (*p >= '0' && *p <= '9')
-		kb = kb * 10 + (*p++ - '0');
-	return kb;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
-static const char *malloc_provider(void)
-{
-	void *sym = dlsym(RTLD_DEFAULT, "malloc");
-	Dl_info info;
-	if (sym == NULL || dladdr(sym, &info) == 0 || info.dli_fname == NULL)
-		return "unknown";
-	const char *slash = strrchr(info.dli_fname, '/');
-	return slash ? slash + 1 : info.dli_fname;
-}
 
 /* ---------------------------------------------------------------- monitor */
 
@@ -208,13 +102,6 @@ static void release_all(void)
 static pthread_t *joinable;
 static unsigned n_joinable;
 
-static void spawn(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	int err = pthread_create(t, NULL, fn, arg);
-	if (err != 0)
-		die("pthread_create failed");
-}
-
 /* ------------------------------------------------------ big and medium */
 
 #define BLOCK_THREADS 8
@@ -261,16 +148,16 @@ static double run_blocks(size_t lo, size_t hi, unsigned iters, unsigned live)
 	static struct block_args args[BLOCK_THREADS];
 	static pthread_t t[BLOCK_THREADS];
 	if (live == 0 || live > MAX_LIVE)
-		die("LIVE must be 1..1024");
+		bench_die("LIVE must be 1..1024");
 	double t0 = now_ms();
 	for (unsigned i = 0; i < BLOCK_THREADS; i++) {
 		args[i] = (struct block_args){.id = i, .lo = lo, .hi = hi, .iters = iters, .live = live};
-		spawn(&t[i], block_main, &args[i]);
+		bench_spawn(&t[i], block_main, &args[i]);
 	}
 	wait_all_parked(BLOCK_THREADS);
 	double ms = now_ms() - t0;
 	for (unsigned i = 0; i < BLOCK_THREADS; i++)
-		sink += args[i].sum;
+		bench_sink += args[i].sum;
 	joinable = t;
 	n_joinable = BLOCK_THREADS;
 	return ms;
@@ -292,7 +179,7 @@ static double run_reverse(size_t size, size_t n, double *phase_ms)
 		free(p[i]);
 	}
 	double t1 = now_ms();
-	sink += sum;
+	bench_sink += sum;
 	free(p);
 	*phase_ms = t1 - t0;
 	return now_ms() - t0;
@@ -364,13 +251,13 @@ static double run_prodcons(size_t n)
 	double t0 = now_ms();
 	for (unsigned i = 0; i < PC_PAIRS; i++) {
 		pc_q[i].n = n / PC_PAIRS + (i < n % PC_PAIRS);
-		spawn(&t[2 * i], consumer_main, &pc_q[i]);
-		spawn(&t[2 * i + 1], producer_main, &pc_q[i]);
+		bench_spawn(&t[2 * i], consumer_main, &pc_q[i]);
+		bench_spawn(&t[2 * i + 1], producer_main, &pc_q[i]);
 	}
 	wait_all_parked(2 * PC_PAIRS);
 	double ms = now_ms() - t0;
 	for (unsigned i = 0; i < PC_PAIRS; i++)
-		sink += pc_q[i].sum;
+		bench_sink += pc_q[i].sum;
 	joinable = t;
 	n_joinable = 2 * PC_PAIRS;
 	return ms;
@@ -409,30 +296,18 @@ static double run_fastmm(unsigned iters)
 	double t0 = now_ms();
 	for (unsigned i = 0; i < FM_THREADS; i++) {
 		args[i] = (struct fm_args){.id = i, .iters = iters};
-		spawn(&t[i], fastmm_main, &args[i]);
+		bench_spawn(&t[i], fastmm_main, &args[i]);
 	}
 	wait_all_parked(FM_THREADS);
 	double ms = now_ms() - t0;
 	for (unsigned i = 0; i < FM_THREADS; i++)
-		sink += args[i].sum;
+		bench_sink += args[i].sum;
 	joinable = t;
 	n_joinable = FM_THREADS;
 	return ms;
 }
 
 /* ---------------------------------------------------------------- main */
-
-static unsigned long arg_ul(int argc, char **argv, int i, unsigned long dflt)
-{
-	if (argc <= i)
-		return dflt;
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(argv[i], &end, 10);
-	if (errno != 0 || *end != '\0' || end == argv[i])
-		die("arguments are non-negative integers");
-	return v;
-}
 
 static void usage(void)
 {
@@ -452,9 +327,9 @@ int main(int argc, char **argv)
 
 	long start_kb = anon_rss_kb();
 	if (start_kb < 0)
-		die("cannot read Anonymous: from /proc/self/smaps_rollup");
+		bench_die("cannot read Anonymous: from /proc/self/smaps_rollup");
 	atomic_store(&peak_kb, start_kb);
-	spawn(&mon, monitor_main, NULL);
+	bench_spawn(&mon, monitor_main, NULL);
 	/* Worker threads are created inside the timed work (ms): their start-up
 	 * is the same under every allocator. */
 
@@ -462,23 +337,23 @@ int main(int argc, char **argv)
 	double ms, phase_ms = -1;
 	if (strcmp(sc, "big") == 0 || strcmp(sc, "medium") == 0) {
 		int big = sc[0] == 'b';
-		idle_s = arg_ul(argc, argv, 2, 10);
-		unsigned long iters = arg_ul(argc, argv, 3, 100);
-		unsigned long live = arg_ul(argc, argv, 4, 8);
+		idle_s = arg_u64(argc, argv, 2, 10, "IDLE_S");
+		unsigned long iters = arg_u64(argc, argv, 3, 100, "ITERS");
+		unsigned long live = arg_u64(argc, argv, 4, 8, "LIVE");
 		ms = big ? run_blocks(1 * MIB, 8 * MIB, (unsigned)iters, (unsigned)live)
 		         : run_blocks(64 * KIB, 512 * KIB, (unsigned)iters, (unsigned)live);
 	} else if (strcmp(sc, "rev1k") == 0) {
-		idle_s = arg_ul(argc, argv, 2, 5);
-		ms = run_reverse(1 * KIB, arg_ul(argc, argv, 3, 50000), &phase_ms);
+		idle_s = arg_u64(argc, argv, 2, 5, "IDLE_S");
+		ms = run_reverse(1 * KIB, arg_u64(argc, argv, 3, 50000, "N"), &phase_ms);
 	} else if (strcmp(sc, "rev512k") == 0) {
-		idle_s = arg_ul(argc, argv, 2, 5);
-		ms = run_reverse(512 * KIB, arg_ul(argc, argv, 3, 2000), &phase_ms);
+		idle_s = arg_u64(argc, argv, 2, 5, "IDLE_S");
+		ms = run_reverse(512 * KIB, arg_u64(argc, argv, 3, 2000, "N"), &phase_ms);
 	} else if (strcmp(sc, "prodcons") == 0) {
-		idle_s = arg_ul(argc, argv, 2, 5);
-		ms = run_prodcons(arg_ul(argc, argv, 3, 5000000));
+		idle_s = arg_u64(argc, argv, 2, 5, "IDLE_S");
+		ms = run_prodcons(arg_u64(argc, argv, 3, 5000000, "N"));
 	} else if (strcmp(sc, "fastmm") == 0) {
-		idle_s = arg_ul(argc, argv, 2, 5);
-		ms = run_fastmm((unsigned)arg_ul(argc, argv, 3, 30000));
+		idle_s = arg_u64(argc, argv, 2, 5, "IDLE_S");
+		ms = run_fastmm((unsigned)arg_u64(argc, argv, 3, 30000, "ITERS"));
 	} else {
 		usage();
 	}
@@ -497,9 +372,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < n_joinable; i++)
 		pthread_join(joinable[i], NULL);
 
-	printf("%s ms=%.3f phase_ms=%.3f rss_start_kb=%ld rss_peak_kb=%ld rss_idle_kb=%ld "
-	       "idle_s=%lu malloc=%s\n",
-	       sc, ms, phase_ms, start_kb, atomic_load(&peak_kb), idle_kb, idle_s,
-	       malloc_provider());
+	bench_result(sc, ms, "phase_ms=%.3f rss_start_kb=%ld rss_peak_kb=%ld rss_idle_kb=%ld idle_s=%lu",
+	             phase_ms, start_kb, atomic_load(&peak_kb), idle_kb, idle_s);
 	return 0;
 }

@@ -6,44 +6,35 @@
 #
 #   bash bench/run_seeds.sh          (or `make bench-seeds`; `make bench-seeds QUICK=1`)
 #
-# Method: as bench/run_core.sh. Every (scenario, allocator) runs REPS times,
+# Method: as bench/run.sh (which runs these scenarios too, with a short idle
+# wait, among its workloads). Every (scenario, allocator) runs REPS times,
 # interleaved: each repetition runs every scenario under every allocator, in an
 # allocator order rotated from one repetition to the next. Reported per
 # scenario and allocator: median time (bench_seeds' CLOCK_MONOTONIC timing of
 # the work; for rev1k/rev512k also of the alloc+free phase alone) and the
 # median of each anonymous-RSS reading (bench_seeds reads /proc/self/smaps_rollup).
 #
-# Environment:
+# Environment (and those of bench/lib.sh: BENCH_BUILD, EBB_LIB,
+# BENCH_SKIP_MISSING, RUN_TIMEOUT, NOISY_PCT):
 #   QUICK=1          3 repetitions and short idle waits (2 s big/medium, 1 s others)
 #   REPS=n           repetitions (default 5; QUICK: 3)
-#   BENCH_BIN=path   the benchmark program (default build/bench/bench_seeds)
-#   TEST_LIB=path    ebb's shared library (default build/libebb.so)
-#   RUN_TIMEOUT=s    seconds before one run is killed and counted as failed
-#   NOISY_PCT=p      a run is "noisy" if others took over p% of a CPU (25)
 #
 # Output: the report on stdout and in bench/results/seeds-<date>.md (QUICK:
 # bench/results/tmp/, not tracked, like the raw runs); progress on stderr.
 set -euo pipefail
-
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-
-BIN=${BENCH_BIN:-build/bench/bench_seeds}
-TEST_LIB=${TEST_LIB:-build/libebb.so}
-QUICK=${QUICK:-}
-[[ $QUICK == 0 ]] && QUICK=
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_init run_seeds.sh
+bench_reps 5 3
+bench_need_build
+BIN=$BENCH_BUILD/bench_seeds
 
 if [[ -n $QUICK ]]; then
-	REPS=${REPS:-3}
 	IDLE_BIG=2 IDLE_SHORT=1
 else
-	REPS=${REPS:-5}
 	IDLE_BIG=10 IDLE_SHORT=5
 fi
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
-if ! [[ $REPS =~ ^[1-9][0-9]*$ ]]; then
-	echo "run_seeds.sh: REPS must be a positive integer (got '$REPS')" >&2
-	exit 2
-fi
 
 # Scenarios: label and bench_seeds arguments (the second is the idle wait), in report order.
 SC_LABEL=(big medium rev1k rev512k prodcons fastmm)
@@ -51,71 +42,15 @@ SC_ARGS=("big $IDLE_BIG" "medium $IDLE_BIG" "rev1k $IDLE_SHORT" "rev512k $IDLE_S
          "prodcons $IDLE_SHORT" "fastmm $IDLE_SHORT")
 NS=${#SC_LABEL[@]}
 
-# ------------------------------------------------------------ prerequisites
-
-if [[ ! -x $BIN ]]; then
-	echo "run_seeds.sh: $BIN not built; building it (make bench-seeds-build)" >&2
-	make --no-print-directory bench-seeds-build >&2
-fi
-if [[ -x /usr/bin/time ]]; then HAVE_TIME=1; else HAVE_TIME=; fi
-
-find_lib() {
-	local soname=$1 arch dir
-	arch=$(gcc -print-multiarch 2>/dev/null || true)
-	for dir in ${arch:+/usr/lib/$arch} /usr/lib64 /usr/lib; do
-		if [[ -e $dir/$soname ]]; then
-			echo "$dir/$soname"
-			return 0
-		fi
-	done
-	{ ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || true; } |
-		awk -v n="$soname" '$1 == n { print $NF; exit }'
-}
-
-pkg_version() {
-	dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "not from a package"
-}
-
-# Allocators: name, LD_PRELOAD value (empty: glibc), extra environment, the
-# scenarios it runs (empty: all), package, version.
-A_NAME=() A_PRELOAD=() A_ENV=() A_ONLY=() A_PKG=() A_VER=()
-add_alloc() { A_NAME+=("$1"); A_PRELOAD+=("$2"); A_ENV+=("$3"); A_ONLY+=("$4"); A_PKG+=("$5"); A_VER+=("$6"); }
-
-if [[ -f $TEST_LIB ]]; then
-	ebb_path=$(readlink -f "$TEST_LIB")
-	ebb_ver="working tree"
-	if git rev-parse --verify -q HEAD >/dev/null 2>&1; then
-		ebb_ver="git $(git rev-parse --short HEAD)"
-		git diff --quiet HEAD -- src include 2>/dev/null || ebb_ver+=" + uncommitted changes"
-	fi
-	ebb_ver+=", libebb.so built $(date -u -r "$ebb_path" '+%Y-%m-%d %H:%M UTC')"
-	add_alloc ebb "$ebb_path" "" "" "(this tree)" "$ebb_ver"
-else
-	echo "run_seeds.sh: $TEST_LIB not found (run 'make lib'); skipping ebb" >&2
-fi
-add_alloc glibc "" "" "" libc6 "$(pkg_version libc6)"
-add_alloc "glibc, mmap_threshold=0" "" "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=0" rev1k \
-	libc6 "$(pkg_version libc6)"
-missing=()
-for spec in "mimalloc libmimalloc.so.2 libmimalloc2.0" \
-            "jemalloc libjemalloc.so.2 libjemalloc2" \
-            "tcmalloc libtcmalloc_minimal.so.4 libtcmalloc-minimal4"; do
-	read -r name soname pkg <<<"$spec"
-	path=$(find_lib "$soname")
-	if [[ -n $path ]]; then
-		add_alloc "$name" "$path" "" "" "$pkg" "$(pkg_version "$pkg")"
-	else
-		echo "run_seeds.sh: $name ($soname) not found; skipping it." \
-		     "Install with: apt-get install -y $pkg" >&2
-		missing+=("$pkg")
-	fi
-done
-NA=${#A_NAME[@]}
+# The allocators, plus glibc forced to mmap every block (the fix the glibc
+# report tried), for rev1k only.
+alloc_discover ebb glibc
+alloc_add "glibc, mmap_threshold=0" "" "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=0" rev1k \
+	libc6 "$(bench_pkg_version libc6)"
+alloc_discover mimalloc jemalloc tcmalloc
 
 # runs A S: does allocator A run scenario S?
-runs() { [[ -z ${A_ONLY[$1]} || " ${A_ONLY[$1]} " == *" ${SC_LABEL[$2]} "* ]]; }
-
-# ------------------------------------------------------------------ running
+runs() { alloc_runs "$1" "${SC_LABEL[$2]}"; }
 
 STAMP=$(date '+%Y-%m-%d-%H%M')
 mkdir -p bench/results/tmp
@@ -126,68 +61,18 @@ else
 	REPORT=bench/results/seeds-$STAMP.md
 fi
 : >"$RAW"
-SCRATCH=$(mktemp -d)
-trap 'rm -rf "$SCRATCH"' EXIT
 
-# Machine noise, as in run_core.sh: busy CPU time (/proc/stat) around each run,
-# minus the run's own CPU time (/usr/bin/time %U %S). The idle waits are part
-# of the wall time, so the average is over time the benchmark mostly sleeps.
-W_BUSY=0 W_STEAL=0 W_OWN_US=0 W_WALL_US=0
-HZ=$(getconf CLK_TCK)
-NOISY_PCT=${NOISY_PCT:-25}
-cpu_ticks() {
-	local _cpu user nice sys _idle _iowait irq softirq steal _rest
-	read -r _cpu user nice sys _idle _iowait irq softirq steal _rest </proc/stat
-	CT_BUSY=$((user + nice + sys + irq + softirq + steal)) CT_STEAL=$steal
-}
-
-# run_one ALLOC_INDEX ARGS... : sets R_MS R_PHASE R_START R_PEAK R_IDLE (KiB),
-# R_OTHER and R_STATUS.
+# run_one ALLOC_INDEX ARGS... : one measured run (bench_measure); sets R_MS
+# R_PHASE R_START R_PEAK R_IDLE (KiB) from the result line, or "-".
 run_one() {
-	local a=$1
-	shift
-	local -a cmd=(env -u LD_PRELOAD -u GLIBC_TUNABLES)
-	[[ -n ${A_PRELOAD[a]} ]] && cmd+=("LD_PRELOAD=${A_PRELOAD[a]}")
-	[[ -n ${A_ENV[a]} ]] && cmd+=("${A_ENV[a]}")
-	cmd+=("$BIN" "$@")
-	[[ -n $HAVE_TIME ]] && cmd=(/usr/bin/time -f '%U %S' -o "$SCRATCH/time" "${cmd[@]}")
-	local rc=0 busy0 steal0 wall0 wall_us busy
-	cpu_ticks
-	busy0=$CT_BUSY steal0=$CT_STEAL wall0=${EPOCHREALTIME/./}
-	timeout -k 5 "$RUN_TIMEOUT" "${cmd[@]}" >"$SCRATCH/out" 2>"$SCRATCH/err" || rc=$?
-	cpu_ticks
-	wall_us=$((${EPOCHREALTIME/./} - wall0))
-	busy=$((CT_BUSY - busy0 - (CT_STEAL - steal0)))
-	W_WALL_US=$((W_WALL_US + wall_us))
-	W_BUSY=$((W_BUSY + CT_BUSY - busy0)) W_STEAL=$((W_STEAL + CT_STEAL - steal0))
-	R_MS=- R_PHASE=- R_START=- R_PEAK=- R_IDLE=- R_OTHER=- R_STATUS=ok
-	if ((rc == 124 || rc == 137)); then
-		R_STATUS="timeout after ${RUN_TIMEOUT}s"
-		return
-	elif ((rc != 0)); then
-		R_STATUS="exit $rc: $(tr '\n' ' ' <"$SCRATCH/err" | cut -c1-200)"
-		return
-	fi
-	local line provider want
-	line=$(grep -m1 ' ms=' "$SCRATCH/out" || true)
-	field() { sed -n "s/.* $1=\\([^ ]*\\).*/\\1/p" <<<"$line"; }
-	R_MS=$(field ms) R_PHASE=$(field phase_ms) R_START=$(field rss_start_kb)
-	R_PEAK=$(field rss_peak_kb) R_IDLE=$(field rss_idle_kb)
-	provider=$(field malloc)
-	want=libc.so.6
-	[[ -n ${A_PRELOAD[a]} ]] && want=$(basename "${A_PRELOAD[a]}")
+	bench_measure "$1" "$BIN" "${@:2}"
+	R_MS=- R_PHASE=- R_START=- R_PEAK=- R_IDLE=-
+	[[ $R_STATUS == ok ]] || return 0
+	R_MS=$(bench_field ms "$R_LINE") R_PHASE=$(bench_field phase_ms "$R_LINE")
+	R_START=$(bench_field rss_start_kb "$R_LINE") R_PEAK=$(bench_field rss_peak_kb "$R_LINE")
+	R_IDLE=$(bench_field rss_idle_kb "$R_LINE")
 	if [[ -z $R_MS || -z $R_IDLE ]]; then
-		R_STATUS="no result in output: $line"
-	elif [[ $provider != "$want" ]]; then
-		R_STATUS="malloc came from $provider, not $want (preload failed?)"
-	fi
-	if [[ -n $HAVE_TIME ]]; then
-		local own_user own_sys
-		read -r own_user own_sys < <(tail -n1 "$SCRATCH/time")
-		local own_us=$(((10#${own_user/./} + 10#${own_sys/./}) * 10000))
-		W_OWN_US=$((W_OWN_US + own_us))
-		R_OTHER=$(((busy * 1000000 / HZ - own_us) * 100 / (wall_us > 0 ? wall_us : 1)))
-		((R_OTHER < 0)) && R_OTHER=0
+		R_STATUS="no result in output: $R_LINE"
 	fi
 	return 0
 }
@@ -199,17 +84,15 @@ printf 'warm-up:' >&2
 for ((a = 0; a < NA; a++)); do
 	run_one "$a" rev1k 0 1000
 	if [[ $R_STATUS != ok ]]; then
-		printf '\nrun_seeds.sh: %s fails even a warm-up run: %s\n' "${A_NAME[a]}" "$R_STATUS" >&2
-	else
-		printf ' %s' "${A_NAME[a]}" >&2
+		printf '\n' >&2
+		bench_die "${A_NAME[a]} fails even a warm-up run: $R_STATUS"
 	fi
+	printf ' %s' "${A_NAME[a]}" >&2
 done
 printf '\n' >&2
 
-W_BUSY=0 W_STEAL=0 W_OWN_US=0 W_WALL_US=0
-LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
+N_RUNS=0 N_NOISY=0 SUM_OTHER_MS=0 SUM_STEAL_MS=0 SUM_WALL_MS=0 # the warm-up does not count
 START=$(date +%s)
-NRUNS=0
 for ((rep = 0; rep < REPS; rep++)); do
 	for ((s = 0; s < NS; s++)); do
 		printf 'rep %d/%d  %-9s' $((rep + 1)) "$REPS" "${SC_LABEL[s]}" >&2
@@ -218,14 +101,12 @@ for ((rep = 0; rep < REPS; rep++)); do
 			runs "$a" "$s" || continue
 			# shellcheck disable=SC2086  # SC_ARGS is a word list on purpose
 			run_one "$a" ${SC_ARGS[s]}
-			NRUNS=$((NRUNS + 1))
 			printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$s" "$a" "$R_MS" \
 			       "$R_PHASE" "$R_START" "$R_PEAK" "$R_IDLE" "$R_OTHER" "${A_NAME[a]}" \
 			       "$R_STATUS" >>"$RAW"
 			if [[ $R_STATUS == ok ]]; then
-				mark=
-				[[ $R_OTHER != - ]] && ((R_OTHER > NOISY_PCT)) && mark='*'
-				printf '  %s %.0fms/%dM%s' "${A_NAME[a]%%,*}" "$R_MS" $((R_IDLE / 1024)) "$mark" >&2
+				printf '  %s %.0fms/%dM%s' "${A_NAME[a]%%,*}" "$R_MS" $((R_IDLE / 1024)) \
+				       "$( ((R_NOISY)) && echo '*')" >&2
 			else
 				printf '  %s FAILED\n    %s' "${A_NAME[a]}" "$R_STATUS" >&2
 			fi
@@ -234,13 +115,7 @@ for ((rep = 0; rep < REPS; rep++)); do
 	done
 done
 ELAPSED=$(($(date +%s) - START))
-NOISE=$(awk -v b="$W_BUSY" -v st="$W_STEAL" -v own="$W_OWN_US" -v wall="$W_WALL_US" \
-            -v hz="$HZ" -v have="$HAVE_TIME" 'BEGIN {
-	if (wall <= 0) { print "n/a"; exit }
-	other = (have != "") ? sprintf("%.0f%%", 100 * ((b - st) / hz * 1e6 - own) / wall) : "n/a"
-	printf "other processes %s, hypervisor steal %.0f%% of one CPU, averaged over the runs (idle waits included)",
-	       other, 100 * (st / hz * 1e6) / wall
-}')
+NOISE="$(bench_noise) (idle waits included)"
 
 # ---------------------------------------------------------------- reporting
 
@@ -248,11 +123,7 @@ NOISE=$(awk -v b="$W_BUSY" -v st="$W_STEAL" -v own="$W_OWN_US" -v wall="$W_WALL_
 # 7 peak KiB, 8 idle KiB, 9 others' CPU %, 10 allocator name, 11 status.
 median() { # S A C: median of column C over the successful runs, or -
 	awk -F'\t' -v s="$1" -v a="$2" -v c="$3" '$2 == s && $3 == a && $11 == "ok" { print $c }' "$RAW" |
-		sort -g | awk '{ v[NR] = $1 }
-		END {
-			if (NR == 0) { print "-"; exit }
-			print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		}'
+		bench_stats | cut -d' ' -f1
 }
 declare -A MS PH ST PK ID CNT NOISY
 for ((s = 0; s < NS; s++)); do
@@ -266,9 +137,6 @@ for ((s = 0; s < NS; s++)); do
 	done
 done
 
-cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
-[[ -z $cpu_model ]] && cpu_model=$(uname -m)
-
 ms1() { if [[ $1 == - ]]; then echo -; else awk -v m="$1" 'BEGIN { printf "%.1f", m }'; fi; }
 mib() { if [[ $1 == - ]]; then echo -; else awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; fi; }
 
@@ -278,21 +146,12 @@ report() {
 	echo "- mode: ${QUICK:+QUICK, }$REPS repetition(s) per (scenario, allocator), interleaved" \
 	     "(allocator order rotated each repetition); $((ELAPSED / 60)) min $((ELAPSED % 60)) s"
 	echo "- idle waits: big and medium ${IDLE_BIG} s, rev1k, rev512k, prodcons and fastmm ${IDLE_SHORT} s"
-	echo "- kernel: $(uname -r); CPU: $cpu_model, $(nproc) CPUs online;" \
-	     "load average before the run: $LOADAVG"
-	echo "- CPU use not ours while measuring: $NOISE;" \
-	     "$(awk -F'\t' -v t="$NOISY_PCT" '$9 != "-" && $9 > t { c++ } END { print c + 0 }' "$RAW")" \
-	     "of $NRUNS runs were noisy (others above $NOISY_PCT% of a CPU)"
-	echo "- compiler: $(${CC:-cc} --version 2>/dev/null | head -n1)"
+	bench_machine
+	echo "- noise: $NOISE"
 	echo "- time: bench_seeds' CLOCK_MONOTONIC timing of the work (idle wait excluded);" \
 	     "RSS: \"Anonymous:\" of /proc/self/smaps_rollup, peak sampled every 5 ms"
 	echo "- allocators:"
-	for ((a = 0; a < NA; a++)); do
-		echo "  - ${A_NAME[a]}: ${A_PKG[a]} ${A_VER[a]}${A_PRELOAD[a]:+ (LD_PRELOAD=${A_PRELOAD[a]})}${A_ENV[a]:+ (${A_ENV[a]})}${A_ONLY[a]:+, ${A_ONLY[a]} only}"
-	done
-	if ((${#missing[@]})); then
-		echo "  - not installed, skipped: ${missing[*]} (apt-get install -y ${missing[*]})"
-	fi
+	alloc_describe
 	echo
 	echo "## Medians"
 	echo
