@@ -271,6 +271,14 @@ EBB_API int ebb_heap_walk(ebb_heap_visit_fn on_heap, ebb_block_visit_fn on_block
  * and harmless (ignored by reports) outside debug mode. */
 EBB_API void ebb_debug_set_context(const char *name);
 
+/* Check the whole heap now: every live block's header and canary, every
+ * quarantined block's free fill, every page's free lists. Each problem is
+ * reported like any fault (and aborts, unless EBB_DEBUG_ON_ERROR=continue).
+ * Returns the number of problems found. Exact when other threads are
+ * quiescent; a thread busy inside an allocator call at that moment has its
+ * heap skipped. Outside debug mode, checks nothing and returns 0. */
+EBB_API size_t ebb_debug_verify(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -220,6 +220,22 @@ static void threads_allocate_and_free_across_each_other(void)
             free(slots[i][k]);
 }
 
+/* A sound heap verifies clean, with other threads' blocks in it. */
+static void verify_finds_nothing_in_a_sound_heap(void)
+{
+    void *p[100];
+    for (int i = 0; i < 100; i++)
+        p[i] = malloc((size_t)i * 37 + 1);
+    void *big = malloc(3 << 20);
+    for (int i = 0; i < 50; i++)
+        free(p[i]);
+    CHECK(ebb_debug_verify() == 0, "a sound heap has no problems");
+    for (int i = 50; i < 100; i++)
+        free(p[i]);
+    free(big);
+    CHECK(ebb_debug_verify() == 0, "still none after the frees");
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -232,5 +248,6 @@ int main(void)
     RUN_CASE(quarantine_is_bounded_counted_and_trimmed);
     RUN_CASE(traces_are_stored_once_per_distinct_stack);
     RUN_CASE(threads_allocate_and_free_across_each_other);
+    RUN_CASE(verify_finds_nothing_in_a_sound_heap);
     return check_finish();
 }

@@ -75,9 +75,12 @@ expect free_aligned_wrong   "free with the wrong alignment"                     
 expect overflow             "heap-buffer-overflow"                                 allocate_victim
 expect header_write         "corrupted block header"                               allocate_victim
 expect use_after_free       "heap-use-after-free"                                  allocate_victim EBB_DEBUG_QUARANTINE=4096
+expect use_after_free_big   "heap-use-after-free"                                  allocate_victim EBB_DEBUG_QUARANTINE=200000
 expect realloc_freed        "realloc of a freed block"                             allocate_victim
 expect realloc_foreign      "realloc of a pointer ebb never returned (foreign)"    -
 expect free_list_write      "corrupted free list"                                  -
+expect verify_overflow      "heap-buffer-overflow"                                 allocate_victim
+expect verify_use_after_free "heap-use-after-free"                                 allocate_victim
 
 # The details that only some reports carry.
 name=details
@@ -92,6 +95,9 @@ awk '/^  freed at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/df" | grep -q 
 grep -q "the byte at offset 5 changed while the block was in quarantine" "$TMP/uaf" ||
     fail "the use-after-free report should say which byte changed"
 { EBB_DEBUG=1 "$D/overflow" >/dev/null 2>"$TMP/ov"; } 2>/dev/null
+{ EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=200000 "$D/use_after_free_big" >/dev/null 2>"$TMP/uafbig"; } 2>/dev/null
+grep -q "the byte at offset 50000 changed while the block was in quarantine" "$TMP/uafbig" ||
+    fail "a write after free into a big block's purged pages is found, at its offset"
 grep -q "a write past the requested size (found at free): the byte at offset 10 was changed" "$TMP/ov" ||
     fail "the overflow report should say which byte changed"
 { EBB_DEBUG=1 EBB_DEBUG_TRACE_DEPTH=0 "$D/double_free" >/dev/null 2>"$TMP/notrace"; } 2>/dev/null
@@ -99,6 +105,17 @@ grep -q "(no stack trace)" "$TMP/notrace" || fail "EBB_DEBUG_TRACE_DEPTH=0 shoul
 # Release mode: the same misuse is not diagnosed (and must not be reported).
 "$D/overflow" >"$TMP/rel" 2>&1
 grep -q "==ebb==" "$TMP/rel" && fail "without EBB_DEBUG nothing is reported"
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
+# ebb_debug_verify under continue returns the number of problems; the report
+# says the verify call found it.
+name=verify_counts
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "$D/verify_overflow" >"$TMP/v.out" 2>"$TMP/v.err"
+grep -q "^problems=1$" "$TMP/v.out" || fail "ebb_debug_verify should return 1: $(cat "$TMP/v.out")"
+grep -q "found by ebb_debug_verify" "$TMP/v.err" || fail "the report should say ebb_debug_verify found it"
 if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
     echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
 
