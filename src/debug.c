@@ -841,3 +841,21 @@ EBB_API size_t ebb_debug_verify(void)
     DEBUG_LEAVE();
     return v.problems;
 }
+
+/* fork (heap.c): debug mode's locks are leaves (nothing else is taken while
+ * one is held), taken last and released first. */
+void debug_fork_lock(void)
+{
+    lock_acquire(&quarantine_lock);
+    lock_acquire(&context_lock);
+    lock_acquire(&report_lock);
+    trace_fork_lock();
+}
+
+void debug_fork_unlock(void)
+{
+    trace_fork_unlock();
+    lock_release(&report_lock);
+    lock_release(&context_lock);
+    lock_release(&quarantine_lock);
+}

@@ -400,8 +400,10 @@ bool heap_scavenge_pending(void)
 /* ---------------------------------------------------------------------------
  * fork(): every lock is taken before the fork and released after it in both
  * processes, in the one order every other path nests them in: the purge pass,
- * the heap pool, the heaps, segment.c's locks, the purge list, the huge cache. In the child only the forking thread survives:
- * the other threads' heaps are abandoned so their memory can be reclaimed, and
+ * the heap pool, the heaps, segment.c's locks, the purge list, the huge
+ * cache, debug mode's leaf locks. In the child only the forking thread
+ * survives: the other threads' heaps (debug heaps too) are abandoned so their
+ * memory can be reclaimed, and
  * so a new thread that happens to get a dead thread's id cannot mistake that
  * thread's segments for its own.
  * ------------------------------------------------------------------------- */
@@ -414,10 +416,12 @@ static void fork_prepare(void)
     segment_fork_lock();
     purge_fork_prepare_last();
     huge_fork_lock();
+    debug_fork_lock();
 }
 
 static void fork_parent(void)
 {
+    debug_fork_unlock();
     huge_fork_unlock();
     purge_fork_parent();
     segment_fork_unlock();
@@ -428,13 +432,14 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    debug_fork_unlock();
     huge_fork_unlock();
     purge_fork_child();
     segment_fork_unlock();
     for (heap_t *h = heap_all; h; h = h->all_next)
         lock_release(&h->lock);
     for (heap_t *h = heap_all; h; h = h->all_next) {
-        if (h->in_use && h != tls.heap) {
+        if (h->in_use && h != tls.heap && h != tls_debug_heap) {
             segment_abandon_all(h);
             heap_reset(h, 0);
             heap_pool_put_locked(h);

@@ -733,5 +733,10 @@ int trace_get(uint32_t id, uintptr_t *pcs, int max);
 /* Symbolized, one line per frame, each starting with `indent`. */
 void trace_print(text_t *t, uint32_t id, const char *indent);
 void trace_registry_counts(size_t *stored, size_t *raw, size_t *traces);
+/* Fork (heap.c's order: after every other lock). */
+void debug_fork_lock(void);
+void debug_fork_unlock(void);
+void trace_fork_lock(void);
+void trace_fork_unlock(void);
 
 #endif /* EBB_INTERNAL_H */

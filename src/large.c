@@ -104,8 +104,9 @@ static void huge_cache_remove_locked(size_t i)
     memmove(&huge_cache[i], &huge_cache[i + 1], (huge_count - i) * sizeof huge_cache[0]);
 }
 
-/* Take the cached mapping that fits `total` best (same layout), resized to
- * `total`; NULL if none. *zero: its block reads as zero. */
+/* Take the cached mapping that fits `total` best (same layout): as it is if
+ * it is big enough but at most twice `total`, else resized to `total`; NULL
+ * if none. *zero: its block reads as zero. */
 static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment, bool *zero)
 {
     lock_acquire(&huge_lock);
@@ -132,6 +133,12 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
     if (seg == NULL)
         return NULL;
     *zero = seg->huge_zero;
+    /* Big enough and at most twice the size: take it as it is. Its pages may
+     * still be resident (not purged yet), and cutting its tail now would only
+     * mean faulting fresh pages in at the next bigger request: a loop of
+     * varying sizes would page-fault on every allocation. */
+    if (seg->map_size >= total && seg->map_size - total <= total)
+        return seg;
     if (seg->map_size != total) {
         if (os_remap_inplace(seg, seg->map_size, total)) {
             seg->map_size = total;

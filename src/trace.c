@@ -239,6 +239,16 @@ int trace_get(uint32_t id, uintptr_t *pcs, int max)
     return n;
 }
 
+void trace_fork_lock(void)
+{
+    lock_acquire(&registry_lock);
+}
+
+void trace_fork_unlock(void)
+{
+    lock_release(&registry_lock);
+}
+
 void trace_registry_counts(size_t *stored, size_t *raw, size_t *traces)
 {
     *stored = atomic_load_explicit(&registry_bytes, memory_order_relaxed);
