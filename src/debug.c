@@ -88,6 +88,7 @@ void debug_init(void)
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
         trace_add_entry_point(entries[i]);
     override_register_entry_points();
+    trace_cache_init();
     debug_enabled = true;
 }
 
@@ -104,9 +105,7 @@ static uint32_t capture(void)
     if (cfg.depth == 0 || in_debug)
         return 0;
     in_debug = true;
-    uintptr_t pcs[TRACE_DEPTH_MAX];
-    int n = trace_capture(pcs, cfg.depth, stack_mark);
-    uint32_t id = trace_intern(pcs, n);
+    uint32_t id = trace_capture_id(cfg.depth, stack_mark);
     in_debug = false;
     return id;
 }

@@ -724,9 +724,12 @@ void override_register_entry_points(void);
 #define TRACE_DEPTH_MAX 32
 void trace_add_entry_point(const void *fn);
 /* The caller's stack, up to max return addresses, from the first frame
- * above `mark` (a stack address in ebb's outermost frame; 0: none) and after
- * the outermost allocator entry point. */
-int trace_capture(uintptr_t *pcs, int max, uintptr_t mark);
+ * above `mark` (the CFA of ebb's outermost frame; 0: none) and after the
+ * outermost allocator entry point, stored in the registry: its id (0: none).
+ * Served from the capture cache when the same call chain was seen before. */
+uint32_t trace_capture_id(int max, uintptr_t mark);
+void trace_cache_init(void);
+void trace_cache_counts(size_t *hits, size_t *misses);
 /* Store a trace once; its id (0: none). */
 uint32_t trace_intern(const uintptr_t *pcs, int n);
 int trace_get(uint32_t id, uintptr_t *pcs, int max);

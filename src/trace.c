@@ -60,9 +60,12 @@ static bool is_entry_point(uintptr_t fn_start)
 
 typedef struct capture_s {
     uintptr_t *pcs;
+    uintptr_t *slots; /* where each return address was found on the stack */
     int n, max;
-    uintptr_t mark; /* frames whose CFA is at or below this are ebb's */
-    bool restart;   /* the previous frame was an entry point */
+    uintptr_t mark;   /* frames whose CFA is below this are ebb's */
+    bool restart;     /* the previous frame was an entry point */
+    bool cacheable;   /* every kept frame's slot holds its return address */
+    int past;         /* frames walked after max was reached */
 } capture_t;
 
 static _Unwind_Reason_Code capture_step(struct _Unwind_Context *ctx, void *arg)
@@ -82,28 +85,146 @@ static _Unwind_Reason_Code capture_step(struct _Unwind_Context *ctx, void *arg)
     if (c->restart) { /* everything so far was inside ebb */
         c->n = 0;
         c->restart = false;
+        c->cacheable = false;
     }
     if (is_entry_point((uintptr_t)_Unwind_GetRegionStart(ctx))) {
         c->restart = true;
         return _URC_NO_REASON;
     }
-    if (c->n < c->max)
+    if (c->n < c->max) {
+        /* The return address into this frame was pushed just below the
+         * callee's CFA (x86-64); a frame where it is not (a signal frame)
+         * makes the trace uncacheable. */
+        uintptr_t slot = (uintptr_t)_Unwind_GetCFA(ctx) - sizeof(uintptr_t);
+        if (*(const uintptr_t *)slot != ip)
+            c->cacheable = false;
+        c->slots[c->n] = slot;
         c->pcs[c->n++] = ip;
+    }
     /* Keep walking a little past max: an entry point may still come. */
-    return c->n >= c->max + 8 ? _URC_END_OF_STACK : _URC_NO_REASON;
+    return c->n >= c->max && ++c->past > 8 ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
-int trace_capture(uintptr_t *pcs, int max, uintptr_t mark)
+/* ---------------------------------------------------------------------------
+ * The capture cache. Unwinding costs microseconds; most allocations come from
+ * a call site, and a call path, seen before. An entry remembers a trace by
+ * where its frames' return addresses lay on the stack and what they were: the
+ * first frame's slot (just below the mark) and value are the key, and a hit
+ * re-reads every other slot and compares. Identical return addresses at the
+ * identical stack addresses are the identical call chain, so a hit
+ * returns the trace the unwinder would have found, without unwinding. An
+ * entry serves only the thread that filled it (the same thread pointer means
+ * the same stack: glibc keeps a thread's descriptor at the top of its stack),
+ * so every slot read lies in the calling thread's own stack.
+ * x86-64 only (elsewhere the return address is not kept at CFA - 8).
+ *
+ * Entries are written under cache_lock with a sequence count (odd while
+ * written) and read without it: a reader that sees the count change, or odd,
+ * treats the lookup as a miss.
+ * ------------------------------------------------------------------------- */
+#define CACHE_ENTRIES 2048
+
+/* A trace recorded again (a cache hit): count it as trace_intern would. */
+static void trace_count(uint32_t id);
+
+typedef struct cache_entry_s {
+    atomic_uint seq;
+    uint32_t id;
+    uintptr_t thread; /* whose stack the slots are in (thread_id_self) */
+    uint8_t depth, max;
+    uintptr_t ra[TRACE_DEPTH_MAX];
+    uintptr_t slot[TRACE_DEPTH_MAX];
+} cache_entry_t;
+
+static cache_entry_t *cache;
+static lock_t cache_lock = LOCK_INIT;
+static atomic_size_t cache_hits, cache_misses;
+
+void trace_cache_init(void)
 {
-    uintptr_t buf[TRACE_DEPTH_MAX + 8];
-    capture_t c = {.pcs = buf, .n = 0, .mark = mark,
-                   .max = max + 8 > TRACE_DEPTH_MAX + 8 ? TRACE_DEPTH_MAX + 8 : max + 8};
+#if defined(__x86_64__)
+    size_t bytes = (CACHE_ENTRIES * sizeof(cache_entry_t) + os_info.page_size - 1) &
+                   ~(os_info.page_size - 1);
+    cache = os_map_aligned(bytes, os_info.page_size, 0); /* NULL: no cache */
+#endif
+}
+
+static size_t cache_index(uintptr_t slot, uintptr_t ra)
+{
+    uint64_t h = (slot ^ (ra * 0x9E3779B97F4A7C15ull)) * 0xC2B2AE3D27D4EB4Full;
+    return (size_t)(h >> 40) % CACHE_ENTRIES;
+}
+
+/* A hit's trace id, or 0. */
+ebb_racy_reader static uint32_t cache_lookup(uintptr_t key_slot, int max)
+{
+    uintptr_t key_ra = *(const uintptr_t *)key_slot;
+    cache_entry_t *e = &cache[cache_index(key_slot, key_ra)];
+    unsigned seq = atomic_load_explicit(&e->seq, memory_order_acquire);
+    if (seq & 1)
+        return 0;
+    const volatile cache_entry_t *v = e;
+    int depth = v->depth;
+    if (v->max != max || depth == 0 || depth > max || v->slot[0] != key_slot ||
+        v->ra[0] != key_ra || v->thread != thread_id_self())
+        return 0;
+    for (int k = 1; k < depth; k++)
+        if (*(const uintptr_t *)v->slot[k] != v->ra[k])
+            return 0;
+    uint32_t id = v->id;
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
+        return 0;
+    return id;
+}
+
+static void cache_store(const uintptr_t *pcs, const uintptr_t *slots, int n, int max, uint32_t id)
+{
+    cache_entry_t *e = &cache[cache_index(slots[0], pcs[0])];
+    lock_acquire(&cache_lock);
+    unsigned seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+    atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    e->depth = (uint8_t)n;
+    e->max = (uint8_t)max;
+    e->id = id;
+    e->thread = thread_id_self();
+    memcpy(e->ra, pcs, (size_t)n * sizeof pcs[0]);
+    memcpy(e->slot, slots, (size_t)n * sizeof slots[0]);
+    atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+    lock_release(&cache_lock);
+}
+
+uint32_t trace_capture_id(int max, uintptr_t mark)
+{
+    if (max <= 0)
+        return 0;
+    if (cache && mark != 0) {
+        uint32_t id = cache_lookup(mark - sizeof(uintptr_t), max);
+        if (id) {
+            atomic_fetch_add_explicit(&cache_hits, 1, memory_order_relaxed);
+            trace_count(id);
+            return id;
+        }
+    }
+    atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
+    uintptr_t pcs[TRACE_DEPTH_MAX + 16], slots[TRACE_DEPTH_MAX + 16];
+    capture_t c = {.pcs = pcs, .slots = slots, .n = 0, .mark = mark, .cacheable = true,
+                   .max = max > TRACE_DEPTH_MAX ? TRACE_DEPTH_MAX : max};
     _Unwind_Backtrace(capture_step, &c);
     if (c.restart)
         c.n = 0;
     int n = c.n < max ? c.n : max;
-    memcpy(pcs, buf, (size_t)n * sizeof pcs[0]);
-    return n;
+    uint32_t id = trace_intern(pcs, n);
+    if (id && cache && mark != 0 && c.cacheable && n > 0 && slots[0] == mark - sizeof(uintptr_t))
+        cache_store(pcs, slots, n, max, id);
+    return id;
+}
+
+void trace_cache_counts(size_t *hits, size_t *misses)
+{
+    *hits = atomic_load_explicit(&cache_hits, memory_order_relaxed);
+    *misses = atomic_load_explicit(&cache_misses, memory_order_relaxed);
 }
 
 /* ---------------------------------------------------------------------------
@@ -228,6 +349,13 @@ uint32_t trace_intern(const uintptr_t *pcs, int n)
     }
     lock_release(&registry_lock);
     return id;
+}
+
+ebb_racy_reader static void trace_count(uint32_t id)
+{
+    trace_entry_t *e = entry_of(id); /* ids are never freed: no lock needed */
+    atomic_fetch_add_explicit(&raw_bytes, e ? (size_t)e->depth * 8 : 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&traces_interned, 1, memory_order_relaxed);
 }
 
 int trace_get(uint32_t id, uintptr_t *pcs, int max)

@@ -151,5 +151,20 @@ rc=$?
 if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
     echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
 
+# Two call paths into one allocating function at the same stack depth: the
+# capture cache (src/trace.c) must not give one path's trace to the other.
+name=traces_tell_call_paths_apart
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+EBB_DEBUG=1 "$D/leaks_two_paths" >/dev/null 2>"$TMP/two"
+n=$(grep -c '^==ebb== 500 bytes in 10 blocks lost, allocated at:$' "$TMP/two")
+[ "$n" -eq 2 ] || { fail "expected two groups of 10 lost blocks; got $n"; show "$TMP/two"; }
+for p in path_a path_b; do
+    c=$(awk '/bytes in 10 blocks lost, allocated at:/ { g++ } / in '$p'\+/ { print g }' "$TMP/two" | sort -u | wc -l)
+    [ "$c" -eq 1 ] || fail "$p should appear in exactly one group's trace (in $c)"
+done
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
 echo "$cases cases, $failed_cases failed"
 [ $failed_cases -eq 0 ]
