@@ -258,6 +258,9 @@ typedef void (*ebb_block_visit_fn)(void *block, size_t usable_size, void *arg);
  * Callbacks must not allocate or free through ebb (no malloc, free, stdio that
  * allocates, ...): the walk holds allocator locks, and a paused owner is
  * waiting. Write into memory prepared beforehand and use write(2).
+ * In debug mode, on_block gets the program's pointer and requested size, and
+ * blocks waiting in the quarantine are not visited (the summaries count them
+ * as live: ebb still holds them).
  * Returns 0, or -1 with errno = EINVAL if both callbacks are NULL. */
 EBB_API int ebb_heap_walk(ebb_heap_visit_fn on_heap, ebb_block_visit_fn on_block, void *arg);
 

@@ -23,7 +23,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "internal.h"
+#include "debug.h"
 
 typedef struct walk_s {
     ebb_heap_visit_fn on_heap;
@@ -32,6 +32,21 @@ typedef struct walk_s {
     bool all_exact;
     struct ebb_heap_summary sum; /* the summary being built */
 } walk_t;
+
+/* One live block to the callback. In debug mode a block of the underlying
+ * heap starts with debug mode's header: the program's block is the user
+ * pointer with its requested size, and a freed block waiting in the
+ * quarantine is not live. */
+static void visit_block(walk_t *w, void *block, size_t size)
+{
+    if (ebb_unlikely(debug_enabled)) {
+        debug_header_t *h = block;
+        if (size >= sizeof *h && debug_header_live(h))
+            w->on_block(user_of(h), h->size, w->arg);
+        return;
+    }
+    w->on_block(block, size, w->arg);
+}
 
 /* The most blocks a small page holds (16-byte blocks in one slice). */
 #define PAGE_BLOCKS_MAX (SLICE_SIZE / MIN_ALIGN)
@@ -69,7 +84,7 @@ ebb_racy_reader static void visit_small_page_blocks(walk_t *w, page_t *page)
     mark_free_list((const block_t *)(x & ~XTHREAD_IN_FULL), start, bs, capacity, is_free);
     for (size_t i = 0; i < capacity; i++) {
         if (!((is_free[i / 64] >> (i % 64)) & 1))
-            w->on_block((void *)(start + i * bs), bs, w->arg);
+            visit_block(w, (void *)(start + i * bs), bs);
     }
 }
 
@@ -83,7 +98,7 @@ static void visit_segment_blocks(walk_t *w, segment_t *seg)
         if (page->kind == PAGE_SMALL)
             visit_small_page_blocks(w, page);
         else if (page->kind == PAGE_LARGE)
-            w->on_block(page_start(page), page->block_size, w->arg);
+            visit_block(w, page_start(page), page->block_size);
     }
 }
 
@@ -133,7 +148,7 @@ static void walk_huge_block(segment_t *seg, void *arg)
 {
     walk_t *w = arg;
     if (w->on_block)
-        w->on_block((uint8_t *)seg + seg->block_offset, seg->map_size - seg->block_offset, w->arg);
+        visit_block(w, (uint8_t *)seg + seg->block_offset, seg->map_size - seg->block_offset);
 }
 
 /* 4. */

@@ -236,6 +236,42 @@ static void verify_finds_nothing_in_a_sound_heap(void)
     CHECK(ebb_debug_verify() == 0, "still none after the frees");
 }
 
+/* The heap walk in debug mode: the program's pointers and requested sizes,
+ * quarantined blocks left out. */
+static void *walk_target[3];
+static int walk_found[3], walk_freed_seen;
+static size_t walk_sizes[3];
+static void *walk_freed;
+
+static void walk_visit(void *p, size_t n, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 3; i++)
+        if (p == walk_target[i]) {
+            walk_found[i]++;
+            walk_sizes[i] = n;
+        }
+    if (p == walk_freed)
+        walk_freed_seen++;
+}
+
+static void heap_walk_sees_program_pointers(void)
+{
+    size_t sizes[3] = {24, 5000, 300000};
+    for (int i = 0; i < 3; i++)
+        walk_target[i] = malloc(sizes[i]);
+    walk_freed = malloc(100);
+    free(walk_freed); /* now in the quarantine */
+    REQUIRE(ebb_heap_walk(NULL, walk_visit, NULL) == 0, "the walk failed");
+    for (int i = 0; i < 3; i++)
+        CHECK(walk_found[i] == 1 && walk_sizes[i] == sizes[i],
+              "block %d (%zu bytes) should be visited once with its requested size; seen %d "
+              "times, size %zu", i, sizes[i], walk_found[i], walk_sizes[i]);
+    CHECK(walk_freed_seen == 0, "a quarantined block is not live: seen %d times", walk_freed_seen);
+    for (int i = 0; i < 3; i++)
+        free(walk_target[i]);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -249,5 +285,6 @@ int main(void)
     RUN_CASE(traces_are_stored_once_per_distinct_stack);
     RUN_CASE(threads_allocate_and_free_across_each_other);
     RUN_CASE(verify_finds_nothing_in_a_sound_heap);
+    RUN_CASE(heap_walk_sees_program_pointers);
     return check_finish();
 }
