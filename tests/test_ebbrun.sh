@@ -23,6 +23,9 @@
 #   installed_ebbrun_finds_its_library make install DESTDIR=...: the installed
 #                                      ebbrun runs a program with the installed
 #                                      library
+#   debug_flag_turns_on_debug_mode     --debug on a program with a double free:
+#                                      the report and SIGABRT; with --set
+#                                      EBB_DEBUG_ON_ERROR=continue it goes on
 #   missing_program_and_bad_usage      exit 127 for a missing program, 2 for
 #                                      no program or an unknown flag
 set -u
@@ -175,6 +178,23 @@ if make -s -C "$ROOT" install DESTDIR="$TMP/dest" PREFIX=/opt/ebb BUILD="$BUILD"
         fail "the installed ebbrun should preload the installed library; maps: $out"
 else
     fail "make install failed: $(tail -n 5 "$TMP/install.log")"
+fi
+end
+
+# -------------------------------------------------------------------------
+begin debug_flag_turns_on_debug_mode
+DF=$BUILD/tests/debug/double_free
+if [ -x "$DF" ]; then
+    { "$EBBRUN" --debug -- "$DF" >/dev/null 2>"$TMP/dbg.err"; } 2>/dev/null
+    rc=$?
+    [ $rc -eq 134 ] || fail "ebbrun --debug on a double free: expected SIGABRT (134), got $rc"
+    grep -q '^==ebb== ERROR: double free of ' "$TMP/dbg.err" || fail "no double-free report: $(head -n 3 "$TMP/dbg.err")"
+    "$EBBRUN" --debug --set EBB_DEBUG_ON_ERROR=continue --set EBB_DEBUG_LEAKS=off -- "$DF" >"$TMP/dbg2.out" 2>/dev/null
+    rc=$?
+    [ $rc -eq 0 ] && grep -q '^survived$' "$TMP/dbg2.out" ||
+        fail "--set EBB_DEBUG_ON_ERROR=continue: the program should go on (exit $rc)"
+else
+    fail "$DF was not built"
 fi
 end
 

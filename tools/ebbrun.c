@@ -42,7 +42,7 @@ static void usage(FILE *out)
             "  --stats-file FILE     append reports and samples to FILE (EBB_STATS_FILE)\n"
             "  --stats-interval MS   print a one-line sample every MS ms (EBB_STATS_INTERVAL)\n"
             "  --purge-delay MS      ms before free memory goes back to the OS (EBB_PURGE_DELAY)\n"
-            "  --debug               debug mode (EBB_DEBUG=1), when this ebb has it\n"
+            "  --debug               debug mode (EBB_DEBUG=1): heap misuse reported with stack traces\n"
             "  --set NAME=VALUE      set any EBB_* variable below\n"
             "  --library PATH        preload this libebb.so instead of the one found\n"
             "  --help                this text\n"
@@ -109,12 +109,8 @@ static void option_check(const option_desc_t *d, const char *value)
 static void option_set(const char *name, const char *value)
 {
     const option_desc_t *d = option_find(name, strlen(name));
-    if (d == NULL) {
-        if (strcmp(name, "EBB_DEBUG") == 0)
-            die("--debug: this version of ebb has no debug mode yet (%s is not one of its "
-                "options)%s", name, "");
+    if (d == NULL)
         die("%s: not an ebb option%s", name, "");
-    }
     option_check(d, value);
     if (setenv(name, value, 1) != 0)
         die("cannot set %s: %s", name, strerror(errno));
