@@ -114,22 +114,6 @@ static uint32_t capture(void)
  * Reports
  * ------------------------------------------------------------------------- */
 static lock_t report_lock = LOCK_INIT;
-static atomic_ulong faults_reported;
-
-static void add_hex(text_t *t, uintptr_t v)
-{
-    char hex[20];
-    int h = 0;
-    do {
-        hex[h++] = "0123456789abcdef"[v & 15];
-        v >>= 4;
-    } while (v);
-    text_add(t, "0x");
-    while (h) {
-        char c[2] = {hex[--h], '\0'};
-        text_add(t, c);
-    }
-}
 
 /* One fault: its name, the pointer, the block (when it has a valid header)
  * with its traces, and this call's trace. `detail` may be NULL. Then abort,
@@ -138,13 +122,12 @@ static void report(const char *fault, const void *p, const debug_header_t *h, co
 {
     uint32_t here = capture();
     lock_acquire(&report_lock);
-    atomic_fetch_add(&faults_reported, 1);
     text_t t;
     text_init(&t, 2);
     text_add(&t, "==ebb== ERROR: ");
     text_add(&t, fault);
     text_add(&t, " of ");
-    add_hex(&t, (uintptr_t)p);
+    text_add_hex(&t, (uintptr_t)p);
     text_add(&t, " (pid ");
     text_add_u64(&t, (uint64_t)os_getpid(), 0);
     text_add(&t, ")\n");
@@ -157,7 +140,7 @@ static void report(const char *fault, const void *p, const debug_header_t *h, co
         text_add(&t, "  block: ");
         text_add_u64(&t, h->size, 0);
         text_add(&t, " bytes requested at ");
-        add_hex(&t, (uintptr_t)h + h->offset);
+        text_add_hex(&t, (uintptr_t)h + h->offset);
         const char *ctx = debug_context_name(h->context);
         if (ctx) {
             text_add(&t, ", context \"");
@@ -252,7 +235,6 @@ static const uint8_t *canary_broken(debug_header_t *h)
 
 static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *when)
 {
-    char detail[160];
     text_t t;
     text_init(&t, -1);
     bool before = bad < user_of(h);
@@ -266,10 +248,7 @@ static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *w
         text_add_u64(&t, (uint64_t)(bad - user_of(h)), 0);
     }
     text_add(&t, " was changed");
-    size_t n = t.len < sizeof detail - 1 ? t.len : sizeof detail - 1;
-    memcpy(detail, t.buf, n);
-    detail[n] = '\0';
-    report(before ? "heap-buffer-underflow" : "heap-buffer-overflow", user_of(h), h, detail);
+    report(before ? "heap-buffer-underflow" : "heap-buffer-overflow", user_of(h), h, text_cstr(&t));
 }
 
 /* ---------------------------------------------------------------------------
@@ -296,7 +275,6 @@ static void release_block(void *block)
 static lock_t quarantine_lock = LOCK_INIT;
 static debug_header_t *q_first, *q_last;
 static atomic_size_t q_bytes;
-static size_t q_count;
 
 static size_t block_bytes(debug_header_t *h)
 {
@@ -307,16 +285,12 @@ static void leave_quarantine(debug_header_t *h)
 {
     const uint8_t *bad = find_changed(user_of(h), h->size, cfg.fill_free);
     if (bad) {
-        char detail[96];
         text_t t;
         text_init(&t, -1);
         text_add(&t, "a write after free: the byte at offset ");
         text_add_u64(&t, (uint64_t)(bad - user_of(h)), 0);
         text_add(&t, " changed while the block was in quarantine");
-        size_t n = t.len < sizeof detail - 1 ? t.len : sizeof detail - 1;
-        memcpy(detail, t.buf, n);
-        detail[n] = '\0';
-        report("heap-use-after-free", user_of(h), h, detail);
+        report("heap-use-after-free", user_of(h), h, text_cstr(&t));
     } else if ((bad = canary_broken(h)) != NULL) {
         report_overflow(h, bad, "found when it left the quarantine");
     }
@@ -336,6 +310,15 @@ static void leave_quarantine(debug_header_t *h)
     release_block(h);
 }
 
+static void leave_quarantine_all(debug_header_t *list)
+{
+    while (list) {
+        debug_header_t *next = list->qnext;
+        leave_quarantine(list);
+        list = next;
+    }
+}
+
 static void quarantine_push(debug_header_t *h)
 {
     size_t bytes = block_bytes(h);
@@ -351,14 +334,12 @@ static void quarantine_push(debug_header_t *h)
     else
         q_first = h;
     q_last = h;
-    q_count++;
     size_t total = atomic_load_explicit(&q_bytes, memory_order_relaxed) + bytes;
     while (total > cfg.quarantine_max && q_first) {
         debug_header_t *old = q_first;
         q_first = old->qnext;
         if (q_first == NULL)
             q_last = NULL;
-        q_count--;
         total -= block_bytes(old);
         old->qnext = NULL;
         *out_tail = old;
@@ -366,11 +347,7 @@ static void quarantine_push(debug_header_t *h)
     }
     atomic_store_explicit(&q_bytes, total, memory_order_relaxed);
     lock_release(&quarantine_lock);
-    while (out) {
-        debug_header_t *next = out->qnext;
-        leave_quarantine(out);
-        out = next;
-    }
+    leave_quarantine_all(out);
 }
 
 /* malloc_trim / ebb_collect(true): every block leaves the quarantine now
@@ -380,14 +357,9 @@ void debug_quarantine_flush(void)
     lock_acquire(&quarantine_lock);
     debug_header_t *out = q_first;
     q_first = q_last = NULL;
-    q_count = 0;
     atomic_store_explicit(&q_bytes, 0, memory_order_relaxed);
     lock_release(&quarantine_lock);
-    while (out) {
-        debug_header_t *next = out->qnext;
-        leave_quarantine(out);
-        out = next;
-    }
+    leave_quarantine_all(out);
 }
 
 size_t debug_quarantine_bytes(void)
@@ -416,18 +388,14 @@ static void free_list_check(void *block)
     size_t bs = page->block_size;
     if (next >= start && next < start + (size_t)page->capacity * bs && (next - start) % bs == 0)
         return;
-    char detail[160];
     text_t t;
     text_init(&t, -1);
     text_add(&t, "this freed block's free-list link was changed to ");
-    add_hex(&t, next);
+    text_add_hex(&t, next);
     text_add(&t, ", not a block of its page: a write into freed memory");
-    size_t n = t.len < sizeof detail - 1 ? t.len : sizeof detail - 1;
-    memcpy(detail, t.buf, n);
-    detail[n] = '\0';
     page->free = NULL;
     /* The block's user pointer when it was freed (the default layout). */
-    report("corrupted free list", (uint8_t *)block + sizeof(debug_header_t), NULL, detail);
+    report("corrupted free list", (uint8_t *)block + sizeof(debug_header_t), NULL, text_cstr(&t));
 }
 
 static void *alloc_impl(size_t size, size_t alignment, bool zero)
@@ -569,32 +537,24 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
     if (!pointer_sound(p, "free", &h))
         return; /* reported; with continue, the bad free is ignored */
     if (how != DEBUG_FREE_PLAIN && size != h->size) {
-        char detail[128];
         text_t t;
         text_init(&t, -1);
         text_add(&t, "free_sized was given ");
         text_add_u64(&t, size, 0);
         text_add(&t, " bytes; the block was allocated with ");
         text_add_u64(&t, h->size, 0);
-        size_t n = t.len < sizeof detail - 1 ? t.len : sizeof detail - 1;
-        memcpy(detail, t.buf, n);
-        detail[n] = '\0';
-        report("free with the wrong size", p, h, detail);
+        report("free with the wrong size", p, h, text_cstr(&t));
     }
     if (how == DEBUG_FREE_ALIGNED_SIZED) {
         size_t had = h->align_log2 ? (size_t)1 << h->align_log2 : MIN_ALIGN;
         if (alignment != had && !(h->align_log2 == 0 && alignment <= MIN_ALIGN)) {
-            char detail[128];
             text_t t;
             text_init(&t, -1);
             text_add(&t, "free_aligned_sized was given alignment ");
             text_add_u64(&t, alignment, 0);
             text_add(&t, "; the block was allocated with alignment ");
             text_add_u64(&t, had, 0);
-            size_t n = t.len < sizeof detail - 1 ? t.len : sizeof detail - 1;
-            memcpy(detail, t.buf, n);
-            detail[n] = '\0';
-            report("free with the wrong alignment", p, h, detail);
+            report("free with the wrong alignment", p, h, text_cstr(&t));
         }
     }
     const uint8_t *bad = canary_broken(h);
@@ -685,10 +645,6 @@ EBB_API void ebb_debug_set_context(const char *name)
     context_current = (uint16_t)id;
 }
 
-unsigned long debug_faults_reported(void)
-{
-    return atomic_load(&faults_reported);
-}
 
 void *debug_alloc(size_t size, size_t alignment, bool zero)
 {
@@ -770,18 +726,14 @@ static void verify_free_list(verify_t *v, page_t *page, const block_t *b, const 
         uintptr_t x = (uintptr_t)b;
         if (n > capacity || x < start || x >= start + capacity * bs || (x - start) % bs != 0) {
             v->problems++;
-            char detail[128];
             text_t t;
             text_init(&t, -1);
             text_add(&t, "found by ebb_debug_verify: the page's ");
             text_add(&t, which);
             text_add(&t, n > capacity ? " list has a cycle" : " list links to ");
             if (n <= capacity)
-                add_hex(&t, x);
-            size_t len = t.len < sizeof detail - 1 ? t.len : sizeof detail - 1;
-            memcpy(detail, t.buf, len);
-            detail[len] = '\0';
-            report("corrupted free list", (void *)start, NULL, detail);
+                text_add_hex(&t, x);
+            report("corrupted free list", (void *)start, NULL, text_cstr(&t));
             return;
         }
         b = b->next;

@@ -465,6 +465,9 @@ void text_add_u64(text_t *t, uint64_t v, unsigned width);
 void text_add_long(text_t *t, long v);
 void text_add_mib(text_t *t, uint64_t bytes);
 void text_add_ratio(text_t *t, double r);
+void text_add_hex(text_t *t, uintptr_t v);
+size_t text_format_hex(char *out, uintptr_t v);
+const char *text_cstr(text_t *t);
 void text_flush(text_t *t);
 
 /* ---------------------------------------------------------------------------
@@ -714,7 +717,6 @@ void *debug_realloc(void *p, size_t size);
 size_t debug_usable_size(const void *p);
 size_t debug_quarantine_bytes(void);
 void debug_quarantine_flush(void);
-unsigned long debug_faults_reported(void);
 uint16_t debug_context_current(void);
 const char *debug_context_name(uint16_t id);
 /* override.c: tell trace.c which functions are allocator entry points (a weak
@@ -729,7 +731,6 @@ void trace_add_entry_point(const void *fn);
  * Served from the capture cache when the same call chain was seen before. */
 uint32_t trace_capture_id(int max, uintptr_t mark);
 void trace_cache_init(void);
-void trace_cache_counts(size_t *hits, size_t *misses);
 /* Store a trace once; its id (0: none). */
 uint32_t trace_intern(const uintptr_t *pcs, int n);
 int trace_get(uint32_t id, uintptr_t *pcs, int max);

@@ -66,6 +66,39 @@ void text_add_long(text_t *t, long v)
     }
 }
 
+/* "0x" and lowercase hex digits into out (at least 19 bytes); the length. */
+size_t text_format_hex(char *out, uintptr_t v)
+{
+    char digits[16];
+    size_t n = 0, len = 0;
+    do {
+        digits[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    out[len++] = '0';
+    out[len++] = 'x';
+    while (n)
+        out[len++] = digits[--n];
+    out[len] = '\0';
+    return len;
+}
+
+void text_add_hex(text_t *t, uintptr_t v)
+{
+    char s[20];
+    text_format_hex(s, v);
+    text_add(t, s);
+}
+
+/* The text so far as a C string (a text built with fd -1 as a message). */
+const char *text_cstr(text_t *t)
+{
+    if (t->len == sizeof t->buf)
+        t->len--;
+    t->buf[t->len] = '\0';
+    return t->buf;
+}
+
 /* Bytes as MiB with one decimal ("12.3 MiB"). */
 void text_add_mib(text_t *t, uint64_t bytes)
 {

@@ -138,7 +138,6 @@ typedef struct cache_entry_s {
 
 static cache_entry_t *cache;
 static lock_t cache_lock = LOCK_INIT;
-static atomic_size_t cache_hits, cache_misses;
 
 void trace_cache_init(void)
 {
@@ -202,12 +201,10 @@ uint32_t trace_capture_id(int max, uintptr_t mark)
     if (cache && mark != 0) {
         uint32_t id = cache_lookup(mark - sizeof(uintptr_t), max);
         if (id) {
-            atomic_fetch_add_explicit(&cache_hits, 1, memory_order_relaxed);
             trace_count(id);
             return id;
         }
     }
-    atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
     uintptr_t pcs[TRACE_DEPTH_MAX + 16], slots[TRACE_DEPTH_MAX + 16];
     capture_t c = {.pcs = pcs, .slots = slots, .n = 0, .mark = mark, .cacheable = true,
                    .max = max > TRACE_DEPTH_MAX ? TRACE_DEPTH_MAX : max};
@@ -219,12 +216,6 @@ uint32_t trace_capture_id(int max, uintptr_t mark)
     if (id && cache && mark != 0 && c.cacheable && n > 0 && slots[0] == mark - sizeof(uintptr_t))
         cache_store(pcs, slots, n, max, id);
     return id;
-}
-
-void trace_cache_counts(size_t *hits, size_t *misses)
-{
-    *hits = atomic_load_explicit(&cache_hits, memory_order_relaxed);
-    *misses = atomic_load_explicit(&cache_misses, memory_order_relaxed);
 }
 
 /* ---------------------------------------------------------------------------
@@ -492,21 +483,8 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
     argv[a++] = (char *)"-e";
     argv[a++] = (char *)path;
     for (int i = 0; i < n && i < 64; i++) {
-        uintptr_t v = vaddrs[i];
-        char *s = args[i];
-        int len = 0;
-        s[len++] = '0';
-        s[len++] = 'x';
-        char hex[20];
-        int h = 0;
-        do {
-            hex[h++] = "0123456789abcdef"[v & 15];
-            v >>= 4;
-        } while (v);
-        while (h)
-            s[len++] = hex[--h];
-        s[len] = '\0';
-        argv[a++] = s;
+        text_format_hex(args[i], vaddrs[i]);
+        argv[a++] = args[i];
     }
     argv[a] = NULL;
     int fds[2];
@@ -603,18 +581,8 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         text_add(t, indent);
         text_add(t, "#");
         text_add_u64(t, (uint64_t)i, 0);
-        text_add(t, " 0x");
-        char hex[20];
-        int h = 0;
-        uintptr_t v = pcs[i];
-        do {
-            hex[h++] = "0123456789abcdef"[v & 15];
-            v >>= 4;
-        } while (v);
-        while (h) {
-            char c[2] = {hex[--h], '\0'};
-            text_add(t, c);
-        }
+        text_add(t, " ");
+        text_add_hex(t, pcs[i]);
         char name[128];
         uintptr_t off = 0;
         if (mods[i].found && elf_function(mods[i].path, vaddr[i], name, sizeof name, &off)) {
