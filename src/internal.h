@@ -96,6 +96,11 @@
  * Bound on address space: SEGMENT_CACHE_MAX * SEGMENT_SIZE = 16 MiB. */
 #define SEGMENT_CACHE_MAX 4
 
+/* Segments are mapped in regions of 1, 2, 4, ... up to this many at a time,
+ * so a growing program makes few mmap calls (segment.c): 64 MiB of address
+ * space at most mapped ahead of use, none of it touched. */
+#define SEGMENT_REGION_MAX 16
+
 /* Fully free segments kept mapped (their slices purged) even after the unmap
  * delay, so an idle program that wakes up does not start with an mmap. */
 #define SEGMENT_STANDBY 1
@@ -128,6 +133,9 @@
  *      slices follow 1, so it keeps only its header (two OS pages) resident.
  *   5. The segment cache: <= SEGMENT_CACHE_MAX free segments, their slices
  *      following 1, unmapped after EBB_UNMAP_DELAY except SEGMENT_STANDBY.
+ *      Free segments beyond it (the overflow list) are unmapped one purge
+ *      delay after their release, like 1. The untouched spare of the last
+ *      segment region is unmapped after EBB_UNMAP_DELAY.
  *   6. The huge cache: <= HUGE_CACHE_MAX mappings and HUGE_CACHE_MAX_BYTES,
  *      purged after one purge delay, unmapped after EBB_UNMAP_DELAY.
  * So an idle process holds, beyond its live blocks, at most: page headers,
@@ -264,7 +272,8 @@ typedef struct segment_s {
     bool huge_purged; /* purged since it was freed */
     bool huge_zero;   /* and reads as zero (MADV_DONTNEED) */
     /* Owner-only: the owning heap and the links in its segment list; under
-     * abandoned_lock while abandoned. */
+     * abandoned_lock while abandoned, under cache_lock while on the segment
+     * cache's overflow list (segment.c). */
     struct heap_s *heap;
     struct segment_s *next, *prev;
     /* Under segments_lock: the list of every normal segment mapped (for the
@@ -685,6 +694,8 @@ void stats_print_sample(void);
 void segment_for_each(void (*fn)(segment_t *seg, void *arg), void *arg);
 void segment_for_each_abandoned(void (*fn)(segment_t *seg, void *arg), void *arg);
 void segment_counts(size_t *cached, size_t *abandoned);
+/* Bytes of the last segment region mapped but not handed out (untouched). */
+size_t segment_spare_bytes(void);
 typedef struct huge_counts_s {
     size_t live, live_bytes, live_usable_bytes;
     size_t cached, cached_bytes, cached_committed_bytes, cached_unpurged_bytes;

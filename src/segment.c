@@ -52,6 +52,10 @@ static lock_t segments_lock = LOCK_INIT;  /* the list of all segments */
 static segment_t *abandoned_first;
 static segment_t *cache[SEGMENT_CACHE_MAX];
 static size_t cache_count;
+/* Under cache_lock: free segments beyond the cache, oldest first, linked
+ * through seg->next and seg->prev (segment_release). */
+static segment_t *overflow_first, *overflow_last;
+static size_t overflow_count;
 static segment_t *all_segments;
 
 /* ---------------------------------------------------------------------------
@@ -89,17 +93,92 @@ bool segment_map_contains(const void *p)
 /* ---------------------------------------------------------------------------
  * Mapping and unmapping whole segments
  * ------------------------------------------------------------------------- */
+
+/* Segments are mapped a region at a time. Every mmap and munmap takes the
+ * process's mmap lock for writing, which stalls every other thread's page
+ * faults (and any reader of /proc/<pid>/smaps) meanwhile: a program growing by
+ * hundreds of MiB should not make one mmap per segment. A region is aligned to
+ * SEGMENT_SIZE and handed out one segment at a time; the next region is twice
+ * as big, up to SEGMENT_REGION_MAX segments. What is not handed out yet (the
+ * spare) is mapped but untouched: address space, no memory. When no segment
+ * has been taken from it for EBB_UNMAP_DELAY, the purge pass unmaps the spare
+ * and the next region starts again at one segment (segment_cache_decay).
+ * Under region_lock. */
+static lock_t region_lock = LOCK_INIT;
+static uint8_t *region_next, *region_end;
+static size_t region_grow = 1;  /* segments in the next region */
+static uint64_t region_used_ms; /* when a segment was last taken */
+
+static segment_t *segment_from_region(void)
+{
+    segment_t *seg = NULL;
+    bool spare = false;
+    lock_acquire(&region_lock);
+    if (region_next == region_end) {
+        size_t n = region_grow;
+        uint8_t *r = os_map_aligned(n * SEGMENT_SIZE, SEGMENT_SIZE, 0);
+        if (r == NULL && n > 1) {
+            n = 1;
+            r = os_map_aligned(SEGMENT_SIZE, SEGMENT_SIZE, 0);
+        }
+        if (r != NULL) {
+            region_next = r;
+            region_end = r + n * SEGMENT_SIZE;
+            region_grow = n * 2 < SEGMENT_REGION_MAX ? n * 2 : SEGMENT_REGION_MAX;
+        }
+    }
+    if (region_next != region_end) {
+        seg = (segment_t *)region_next;
+        region_next += SEGMENT_SIZE;
+        region_used_ms = os_now_ms();
+        spare = region_next != region_end;
+    }
+    lock_release(&region_lock);
+    if (spare)
+        purge_wake(); /* the pass unmaps the spare if it stays unused */
+    return seg;
+}
+
+/* Unmap the spare if `force`, or if no segment was taken for the unmap delay.
+ * True if a spare remains. */
+static bool region_decay(uint64_t now_ms, bool force)
+{
+    uint64_t delay = (uint64_t)option_get(OPT_UNMAP_DELAY);
+    uint8_t *start = NULL;
+    size_t size = 0;
+    lock_acquire(&region_lock);
+    if (region_next != region_end && (force || now_ms - region_used_ms >= delay)) {
+        start = region_next;
+        size = (size_t)(region_end - region_next);
+        region_next = region_end = NULL;
+        region_grow = 1;
+    }
+    bool pending = region_next != region_end;
+    lock_release(&region_lock);
+    if (start)
+        os_unmap(start, size);
+    return pending;
+}
+
+size_t segment_spare_bytes(void)
+{
+    lock_acquire(&region_lock);
+    size_t n = (size_t)(region_end - region_next);
+    lock_release(&region_lock);
+    return n;
+}
+
 static segment_t *segment_map_new(void)
 {
-    segment_t *seg = os_map_aligned(SEGMENT_SIZE, SEGMENT_SIZE, 0);
+    segment_t *seg = segment_from_region();
     if (seg == NULL && segment_cache_release())
-        seg = os_map_aligned(SEGMENT_SIZE, SEGMENT_SIZE, 0);
+        seg = segment_from_region();
     if (seg == NULL)
         return NULL;
     static atomic_int segments_mapped_ever;
     if (atomic_fetch_add_explicit(&segments_mapped_ever, 1, memory_order_relaxed) >= 1)
         purge_want_thread(); /* the process is using real memory */
-    /* Fresh mapping: every field is zero already. */
+    /* Never handed out before: every field is zero already. */
     seg->kind = SEGMENT_NORMAL;
     if (os_info.thp_always)
         os_no_huge_pages(seg, SEGMENT_SIZE); /* purged slices must stay purged */
@@ -130,19 +209,43 @@ static void segment_unmap(segment_t *seg)
     os_unmap(seg, SEGMENT_SIZE);
 }
 
-/* A fully free segment nobody owns: keep it in the bounded cache or unmap it. */
+/* Unmap a chain of segments linked through seg->next. */
+static void segment_unmap_chain(segment_t *seg)
+{
+    while (seg) {
+        segment_t *next = seg->next;
+        segment_unmap(seg);
+        seg = next;
+    }
+}
+
+/* A fully free segment nobody owns: keep it in the bounded cache; beyond the
+ * cache, on the overflow list until the purge pass unmaps it one purge delay
+ * later (so a program freeing hundreds of MiB does not pay for the munmaps in
+ * its free calls, and one allocating again soon reuses the segments). With a
+ * purge delay of 0 or -1 (purge at once / never) it is unmapped now. */
 static void segment_release(segment_t *seg)
 {
     atomic_store_explicit(&seg->thread_id, 0, memory_order_relaxed);
     seg->heap = NULL;
     seg->next = seg->prev = NULL;
     seg->cached_at_ms = os_now_ms();
+    bool defer = option_get(OPT_PURGE_DELAY) > 0;
     lock_acquire(&cache_lock);
     if (cache_count < SEGMENT_CACHE_MAX) {
         cache[cache_count++] = seg;
         seg = NULL;
+    } else if (defer) {
+        if (overflow_last)
+            overflow_last->next = seg;
+        else
+            overflow_first = seg;
+        seg->prev = overflow_last;
+        overflow_last = seg;
+        overflow_count++;
+        seg = NULL;
     }
-    bool decay = cache_count > SEGMENT_STANDBY;
+    bool decay = cache_count > SEGMENT_STANDBY || overflow_first != NULL;
     lock_release(&cache_lock);
     if (seg)
         segment_unmap(seg);
@@ -153,16 +256,18 @@ static void segment_release(segment_t *seg)
 bool segment_cache_pending(void)
 {
     lock_acquire(&cache_lock);
-    bool pending = cache_count > SEGMENT_STANDBY;
+    bool pending = cache_count > SEGMENT_STANDBY || overflow_first != NULL;
     lock_release(&cache_lock);
-    return pending;
+    return pending | (segment_spare_bytes() > 0);
 }
 
 bool segment_cache_decay(uint64_t now_ms, bool force)
 {
     uint64_t delay = (uint64_t)option_get(OPT_UNMAP_DELAY);
+    long purge_delay = option_get(OPT_PURGE_DELAY);
     segment_t *drop[SEGMENT_CACHE_MAX];
     size_t n = 0;
+    segment_t *chain = NULL, *chain_last = NULL;
     lock_acquire(&cache_lock);
     size_t keep = force ? 0 : SEGMENT_STANDBY;
     /* Oldest first: entries were pushed in time order. */
@@ -171,10 +276,29 @@ bool segment_cache_decay(uint64_t now_ms, bool force)
         cache_count--;
         memmove(&cache[0], &cache[1], cache_count * sizeof cache[0]);
     }
-    bool pending = cache_count > SEGMENT_STANDBY;
+    /* The overflow list, oldest first, after one purge delay. */
+    while (overflow_first &&
+           (force || purge_delay < 0 || now_ms - overflow_first->cached_at_ms >= (uint64_t)purge_delay)) {
+        segment_t *seg = overflow_first;
+        overflow_first = seg->next;
+        overflow_count--;
+        seg->next = NULL;
+        if (chain_last)
+            chain_last->next = seg;
+        else
+            chain = seg;
+        chain_last = seg;
+    }
+    if (overflow_first)
+        overflow_first->prev = NULL;
+    else
+        overflow_last = NULL;
+    bool pending = cache_count > SEGMENT_STANDBY || overflow_first != NULL;
     lock_release(&cache_lock);
     for (size_t i = 0; i < n; i++)
         segment_unmap(drop[i]);
+    segment_unmap_chain(chain);
+    pending |= region_decay(now_ms, force);
     return pending;
 }
 
@@ -185,18 +309,34 @@ bool segment_cache_release(void)
     size_t n = cache_count;
     memcpy(drop, cache, n * sizeof drop[0]);
     cache_count = 0;
+    segment_t *chain = overflow_first;
+    overflow_first = overflow_last = NULL;
+    overflow_count = 0;
     lock_release(&cache_lock);
     for (size_t i = 0; i < n; i++)
         segment_unmap(drop[i]);
-    return n > 0;
+    segment_unmap_chain(chain);
+    return n > 0 || chain != NULL;
 }
 
+/* A cached segment for reuse: the overflow list's newest first (it goes
+ * soonest otherwise), then the cache's newest. */
 static segment_t *segment_cache_pop(void)
 {
     segment_t *seg = NULL;
     lock_acquire(&cache_lock);
-    if (cache_count > 0)
+    if (overflow_last) {
+        seg = overflow_last;
+        overflow_last = seg->prev;
+        if (overflow_last)
+            overflow_last->next = NULL;
+        else
+            overflow_first = NULL;
+        overflow_count--;
+        seg->next = seg->prev = NULL;
+    } else if (cache_count > 0) {
         seg = cache[--cache_count];
+    }
     lock_release(&cache_lock);
     return seg;
 }
@@ -609,7 +749,7 @@ void segment_for_each_abandoned(void (*fn)(segment_t *seg, void *arg), void *arg
 void segment_counts(size_t *cached, size_t *abandoned)
 {
     lock_acquire(&cache_lock);
-    *cached = cache_count;
+    *cached = cache_count + overflow_count;
     lock_release(&cache_lock);
     size_t n = 0;
     lock_acquire(&abandoned_lock);
@@ -627,10 +767,12 @@ void segment_fork_lock(void)
     lock_acquire(&abandoned_lock);
     lock_acquire(&cache_lock);
     lock_acquire(&segments_lock);
+    lock_acquire(&region_lock);
 }
 
 void segment_fork_unlock(void)
 {
+    lock_release(&region_lock);
     lock_release(&segments_lock);
     lock_release(&cache_lock);
     lock_release(&abandoned_lock);
