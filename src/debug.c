@@ -268,13 +268,34 @@ static void release_block(void *block)
 }
 
 /* ---------------------------------------------------------------------------
- * The quarantine: a FIFO of freed blocks bounded in bytes (of their
- * underlying blocks). A block leaving it is checked (its free fill intact, its
- * canary intact) and released; its pages then follow the usual purge.
+ * The quarantine: freed blocks wait in FIFO order, bounded in bytes (of their
+ * underlying blocks) in total. A block leaving it is checked (its free fill
+ * intact, its canary intact) and released; its pages then follow the usual
+ * purge.
+ *
+ * It is split in QUARANTINE_SHARDS FIFOs, one per thread (threads beyond the
+ * count share): a thread frees into its own FIFO and, while the total is over
+ * the bound, evicts its own oldest blocks, so a block usually leaves the
+ * quarantine in the thread that freed it, most often the one that allocated
+ * it: its release is a local free, reused at once, not a cross-thread free
+ * waiting for its owner (with one shared FIFO, a thread evicting another's
+ * blocks kept twice the quarantine pending in the FastMM scenario), and
+ * threads do not queue on one lock. A thread whose own FIFO is empty evicts
+ * from the others' (a free-only thread, a FIFO left by a thread that exited).
+ * The shards are static: they outlive threads and a fork needs no repair.
  * ------------------------------------------------------------------------- */
-static lock_t quarantine_lock = LOCK_INIT;
-static debug_header_t *q_first, *q_last;
-static atomic_size_t q_bytes;
+#define QUARANTINE_SHARDS 64
+
+typedef struct quarantine_shard_s {
+    lock_t lock; /* the FIFO */
+    debug_header_t *first, *last;
+    char pad[64 - sizeof(lock_t) - 2 * sizeof(void *)]; /* one cache line each */
+} quarantine_shard_t;
+
+static quarantine_shard_t shards[QUARANTINE_SHARDS];
+static atomic_size_t q_bytes;      /* in all shards */
+static atomic_uint q_next_shard;   /* round-robin assignment */
+static __thread unsigned tls_shard; /* this thread's shard + 1; 0: none yet */
 
 static size_t block_bytes(debug_header_t *h)
 {
@@ -319,6 +340,26 @@ static void leave_quarantine_all(debug_header_t *list)
     }
 }
 
+/* Take blocks from the front of `q` onto *out_tail until `need` bytes are
+ * taken or it is empty; the bytes taken. */
+static size_t shard_evict(quarantine_shard_t *q, size_t need, debug_header_t ***out_tail)
+{
+    size_t got = 0;
+    lock_acquire(&q->lock);
+    while (got < need && q->first) {
+        debug_header_t *old = q->first;
+        q->first = old->qnext;
+        if (q->first == NULL)
+            q->last = NULL;
+        got += block_bytes(old);
+        old->qnext = NULL;
+        **out_tail = old;
+        *out_tail = &old->qnext;
+    }
+    lock_release(&q->lock);
+    return got;
+}
+
 static void quarantine_push(debug_header_t *h)
 {
     size_t bytes = block_bytes(h);
@@ -326,27 +367,28 @@ static void quarantine_push(debug_header_t *h)
         leave_quarantine(h);
         return;
     }
-    debug_header_t *out = NULL, **out_tail = &out;
-    lock_acquire(&quarantine_lock);
+    if (tls_shard == 0)
+        tls_shard = atomic_fetch_add_explicit(&q_next_shard, 1, memory_order_relaxed) %
+                        QUARANTINE_SHARDS + 1;
+    unsigned own = tls_shard - 1;
+    quarantine_shard_t *q = &shards[own];
+    lock_acquire(&q->lock);
     h->qnext = NULL;
-    if (q_last)
-        q_last->qnext = h;
+    if (q->last)
+        q->last->qnext = h;
     else
-        q_first = h;
-    q_last = h;
-    size_t total = atomic_load_explicit(&q_bytes, memory_order_relaxed) + bytes;
-    while (total > cfg.quarantine_max && q_first) {
-        debug_header_t *old = q_first;
-        q_first = old->qnext;
-        if (q_first == NULL)
-            q_last = NULL;
-        total -= block_bytes(old);
-        old->qnext = NULL;
-        *out_tail = old;
-        out_tail = &old->qnext;
-    }
-    atomic_store_explicit(&q_bytes, total, memory_order_relaxed);
-    lock_release(&quarantine_lock);
+        q->first = h;
+    q->last = h;
+    lock_release(&q->lock);
+    size_t total = atomic_fetch_add_explicit(&q_bytes, bytes, memory_order_relaxed) + bytes;
+    if (total <= cfg.quarantine_max)
+        return;
+    /* Over the bound: evict the excess, own blocks first. */
+    debug_header_t *out = NULL, **out_tail = &out;
+    size_t need = total - cfg.quarantine_max, got = 0;
+    for (unsigned k = 0; k < QUARANTINE_SHARDS && got < need; k++)
+        got += shard_evict(&shards[(own + k) % QUARANTINE_SHARDS], need - got, &out_tail);
+    atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
     leave_quarantine_all(out);
 }
 
@@ -354,12 +396,12 @@ static void quarantine_push(debug_header_t *h)
  * (checked as usual), so that what it held can go back to the OS. */
 void debug_quarantine_flush(void)
 {
-    lock_acquire(&quarantine_lock);
-    debug_header_t *out = q_first;
-    q_first = q_last = NULL;
-    atomic_store_explicit(&q_bytes, 0, memory_order_relaxed);
-    lock_release(&quarantine_lock);
-    leave_quarantine_all(out);
+    for (unsigned k = 0; k < QUARANTINE_SHARDS; k++) {
+        debug_header_t *out = NULL, **out_tail = &out;
+        size_t got = shard_evict(&shards[k], SIZE_MAX, &out_tail);
+        atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
+        leave_quarantine_all(out);
+    }
 }
 
 size_t debug_quarantine_bytes(void)
@@ -797,7 +839,8 @@ EBB_API size_t ebb_debug_verify(void)
  * one is held), taken last and released first. */
 void debug_fork_lock(void)
 {
-    lock_acquire(&quarantine_lock);
+    for (unsigned k = 0; k < QUARANTINE_SHARDS; k++)
+        lock_acquire(&shards[k].lock);
     lock_acquire(&context_lock);
     lock_acquire(&report_lock);
     trace_fork_lock();
@@ -808,5 +851,6 @@ void debug_fork_unlock(void)
     trace_fork_unlock();
     lock_release(&report_lock);
     lock_release(&context_lock);
-    lock_release(&quarantine_lock);
+    for (unsigned k = QUARANTINE_SHARDS; k-- > 0;)
+        lock_release(&shards[k].lock);
 }
