@@ -42,6 +42,8 @@ static struct {
     size_t quarantine_max;
 } cfg;
 
+static void patterns_init(void);
+
 static __thread bool in_debug; /* a trace capture that allocates must not recurse */
 /* The canonical frame address of the outermost debug_* function on this
  * thread's stack (0 outside): trace frames at or below it are ebb's. */
@@ -77,6 +79,7 @@ void debug_init(void)
     cfg.fill_free = (uint8_t)option_get(OPT_DEBUG_FILL_FREE);
     cfg.depth = (int)option_get(OPT_DEBUG_TRACE_DEPTH);
     cfg.quarantine_max = (size_t)option_get(OPT_DEBUG_QUARANTINE);
+    patterns_init();
     /* Traces start at the caller of these. */
     const void *entries[] = {
         (const void *)ebb_malloc, (const void *)ebb_free, (const void *)ebb_calloc,
@@ -182,9 +185,20 @@ static void fill(uint8_t *p, size_t n, uint8_t byte)
     }
 }
 
-/* The first byte of [p, p + n) that is not `byte` (as `fill` wrote it), or NULL. */
+/* Blocks of the free fill and the canary byte, for memcmp: the C library's
+ * is vectorized, and checking fills is the largest part of debug mode's cost
+ * for small blocks. */
+#define PATTERN_BYTES 1024
+static uint8_t free_pattern[PATTERN_BYTES], canary_pattern[PATTERN_BYTES];
+
+static void patterns_init(void)
+{
+    memset(free_pattern, cfg.fill_free, PATTERN_BYTES);
+    memset(canary_pattern, CANARY_BYTE, PATTERN_BYTES);
+}
+
 /* The first byte of [p, p + n) that is not `byte`: eight bytes at a time. */
-static const uint8_t *first_other(const uint8_t *p, size_t n, uint8_t byte)
+static const uint8_t *first_other_slow(const uint8_t *p, size_t n, uint8_t byte)
 {
     size_t i = 0;
     for (; i < n && ((uintptr_t)(p + i) & 7) != 0; i++)
@@ -200,6 +214,23 @@ static const uint8_t *first_other(const uint8_t *p, size_t n, uint8_t byte)
     for (; i < n; i++)
         if (p[i] != byte)
             return p + i;
+    return NULL;
+}
+
+/* The first byte of [p, p + n) that is not `byte`, or NULL: by memcmp against
+ * a pattern block where there is one for `byte`. */
+static const uint8_t *first_other(const uint8_t *p, size_t n, uint8_t byte)
+{
+    const uint8_t *pattern = byte == cfg.fill_free ? free_pattern
+                             : byte == CANARY_BYTE ? canary_pattern
+                                                   : NULL;
+    if (pattern == NULL)
+        return first_other_slow(p, n, byte);
+    for (size_t i = 0; i < n; i += PATTERN_BYTES) {
+        size_t k = n - i < PATTERN_BYTES ? n - i : PATTERN_BYTES;
+        if (memcmp(p + i, pattern, k) != 0)
+            return first_other_slow(p + i, k, byte);
+    }
     return NULL;
 }
 

@@ -3,9 +3,12 @@
  * compressed traces, and symbolization for reports.
  *
  * Capture. Debian's binaries have no frame pointers, so a frame-pointer walk
- * would stop or wander at the first such frame; the unwinder of libgcc
- * (_Unwind_Backtrace) reads the .eh_frame tables every binary carries and
- * does not allocate (it finds a module's tables with dl_iterate_phdr). Frames
+ * would stop or wander at the first such frame; traces follow the .eh_frame
+ * tables every binary carries instead, with nothing allocated. Three ways, the
+ * cheapest that applies: the capture cache (a call chain seen before, checked
+ * slot by slot), the fast unwinder (each pc's unwind rule worked out once from
+ * its FDE and kept in a table), and libgcc's _Unwind_Backtrace for anything
+ * the fast unwinder does not follow (signal frames, unusual CFA rules). Frames
  * inside ebb are dropped: those below the stack mark the outermost debug
  * function set (its canonical frame address), and
  * any frame of an allocator entry point (malloc, free, ebb_malloc, ...),
@@ -139,12 +142,15 @@ typedef struct cache_entry_s {
 static cache_entry_t *cache;
 static lock_t cache_lock = LOCK_INIT;
 
+static void rules_init(void);
+
 void trace_cache_init(void)
 {
 #if defined(__x86_64__)
     size_t bytes = (CACHE_ENTRIES * sizeof(cache_entry_t) + os_info.page_size - 1) &
                    ~(os_info.page_size - 1);
     cache = os_map_aligned(bytes, os_info.page_size, 0); /* NULL: no cache */
+    rules_init();
 #endif
 }
 
@@ -194,6 +200,437 @@ static void cache_store(const uintptr_t *pcs, const uintptr_t *slots, int n, int
     lock_release(&cache_lock);
 }
 
+/* ---------------------------------------------------------------------------
+ * The fast unwinder (x86-64). On a cache miss the walk still need not go
+ * through libgcc: per frame, libgcc finds the FDE of the pc and runs its CFA
+ * program up to the pc, and what comes out on x86-64 is nearly always one of
+ * a few rules: CFA = rsp + n or rbp + n, the return address at CFA - 8, the
+ * caller's rbp saved at CFA + k or left as it is. This walk works out a pc's
+ * rule once, from the FDE that libgcc's _Unwind_Find_FDE finds, and keeps it
+ * in a table by pc; a frame then costs a table lookup and two loads. A pc
+ * with any other rule (a signal frame; a CFA that is an expression or in
+ * another register, as after stack realignment; a register saved in a
+ * register) makes the walk give up, and libgcc's unwinder takes the whole
+ * trace. The walk visits frames exactly as capture_step does (the same
+ * entry-point restarts, the same walk past max), so both give the same trace
+ * (tests/test_unwind.c).
+ *
+ * The table is written under rules_lock with a sequence count, as the
+ * capture cache, and read without it.
+ * ------------------------------------------------------------------------- */
+struct dwarf_eh_bases {
+    void *tbase;
+    void *dbase;
+    void *func;
+};
+/* libgcc (unwind-dw2-fde.h): the FDE covering pc, NULL if none. */
+extern const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
+
+enum { RULE_FRAME = 1, RULE_LAST, RULE_UNKNOWN };
+
+typedef struct rule_s {
+    int32_t cfa_off;
+    int32_t rbp_off; /* the caller's rbp is saved at CFA + rbp_off; 0: kept in rbp */
+    uint8_t cfa_rbp; /* CFA = rbp + cfa_off, else rsp + cfa_off */
+    uint8_t kind;    /* RULE_LAST: the walk ends after this frame (no FDE, or
+                        the return address is undefined, as in _start) */
+} rule_t;
+
+#define RULE_ENTRIES 16384
+
+typedef struct rule_entry_s {
+    atomic_uint seq;
+    uintptr_t pc;
+    uintptr_t func; /* the function's start (the FDE's), 0 without an FDE */
+    rule_t rule;
+} rule_entry_t;
+
+static rule_entry_t *rules; /* NULL: libgcc walks every time */
+static lock_t rules_lock = LOCK_INIT;
+
+static void rules_init(void)
+{
+    size_t bytes = (RULE_ENTRIES * sizeof(rule_entry_t) + os_info.page_size - 1) &
+                   ~(os_info.page_size - 1);
+    rules = os_map_aligned(bytes, os_info.page_size, 0);
+}
+
+/* DWARF register numbers (x86-64) and call frame instructions. */
+#define DW_RBP 6
+#define DW_RSP 7
+#define DW_RA  16
+
+typedef struct cfa_row_s {
+    int cfa_reg;
+    int64_t cfa_off;
+    /* How the caller's rbp and the return address are found: */
+    enum { KEPT, AT_OFFSET, UNDEFINED, OTHER } rbp_how, ra_how;
+    int64_t rbp_off, ra_off;
+} cfa_row_t;
+
+static uint64_t read_uleb(const uint8_t **p, const uint8_t *end)
+{
+    uint64_t v = 0;
+    unsigned shift = 0;
+    while (*p < end) {
+        uint8_t b = *(*p)++;
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+        if (!(b & 0x80))
+            break;
+    }
+    return v;
+}
+
+static int64_t read_sleb(const uint8_t **p, const uint8_t *end)
+{
+    uint64_t v = 0;
+    unsigned shift = 0;
+    uint8_t b = 0;
+    while (*p < end) {
+        b = *(*p)++;
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+        if (!(b & 0x80))
+            break;
+    }
+    if (shift < 64 && (b & 0x40))
+        v |= ~(uint64_t)0 << shift;
+    return (int64_t)v;
+}
+
+/* Step over a pointer written with DW_EH_PE encoding `enc`. */
+static bool skip_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc)
+{
+    if (enc == 0xff) /* omitted */
+        return true;
+    switch (enc & 0x0f) {
+    case 0x00: *p += 8; break;           /* absptr */
+    case 0x01: case 0x09: read_uleb(p, end); break;
+    case 0x02: case 0x0a: *p += 2; break;
+    case 0x03: case 0x0b: *p += 4; break;
+    case 0x04: case 0x0c: *p += 8; break;
+    default: return false;
+    }
+    return (enc & 0x70) != 0x50 && *p <= end; /* no "aligned" pointers */
+}
+
+static void row_set(cfa_row_t *row, uint64_t reg, int how, int64_t off)
+{
+    if (reg == DW_RBP) {
+        row->rbp_how = how;
+        row->rbp_off = off;
+    } else if (reg == DW_RA) {
+        row->ra_how = how;
+        row->ra_off = off;
+    }
+}
+
+static void row_restore(cfa_row_t *row, const cfa_row_t *initial, uint64_t reg)
+{
+    if (reg == DW_RBP) {
+        row->rbp_how = initial->rbp_how;
+        row->rbp_off = initial->rbp_off;
+    } else if (reg == DW_RA) {
+        row->ra_how = initial->ra_how;
+        row->ra_off = initial->ra_off;
+    }
+}
+
+/* Run call frame instructions [p, end) from location `loc` while it is
+ * below `pc` (the row in force at pc - 1, as libgcc does for a return
+ * address). False on an instruction this walk does not follow. */
+static bool cfa_run(const uint8_t *p, const uint8_t *end, uint64_t code_align, int64_t data_align,
+                    uintptr_t loc, uintptr_t pc, cfa_row_t *row, const cfa_row_t *initial)
+{
+    cfa_row_t saved[8];
+    int depth = 0;
+    while (p < end && loc < pc) {
+        uint8_t op = *p++;
+        uint64_t reg, delta;
+        switch (op & 0xc0) {
+        case 0x40: /* advance_loc */
+            loc += (op & 0x3f) * code_align;
+            continue;
+        case 0x80: /* offset */
+            row_set(row, op & 0x3f, AT_OFFSET, (int64_t)read_uleb(&p, end) * data_align);
+            continue;
+        case 0xc0: /* restore */
+            row_restore(row, initial, op & 0x3f);
+            continue;
+        }
+        switch (op) {
+        case 0x00: /* nop */
+            break;
+        case 0x02: /* advance_loc1 */
+            loc += *p++ * code_align;
+            break;
+        case 0x03: /* advance_loc2 */
+            delta = (uint64_t)p[0] | (uint64_t)p[1] << 8;
+            p += 2;
+            loc += delta * code_align;
+            break;
+        case 0x04: { /* advance_loc4 */
+            uint32_t d32;
+            memcpy(&d32, p, 4);
+            p += 4;
+            loc += d32 * code_align;
+            break;
+        }
+        case 0x05: /* offset_extended */
+            reg = read_uleb(&p, end);
+            row_set(row, reg, AT_OFFSET, (int64_t)read_uleb(&p, end) * data_align);
+            break;
+        case 0x06: /* restore_extended */
+            row_restore(row, initial, read_uleb(&p, end));
+            break;
+        case 0x07: /* undefined */
+            row_set(row, read_uleb(&p, end), UNDEFINED, 0);
+            break;
+        case 0x08: /* same_value */
+            row_set(row, read_uleb(&p, end), KEPT, 0);
+            break;
+        case 0x09: /* register */
+            reg = read_uleb(&p, end);
+            read_uleb(&p, end);
+            row_set(row, reg, OTHER, 0);
+            break;
+        case 0x0a: /* remember_state */
+            if (depth == 8)
+                return false;
+            saved[depth++] = *row;
+            break;
+        case 0x0b: /* restore_state */
+            if (depth == 0)
+                return false;
+            *row = saved[--depth];
+            break;
+        case 0x0c: /* def_cfa */
+            row->cfa_reg = (int)read_uleb(&p, end);
+            row->cfa_off = (int64_t)read_uleb(&p, end);
+            break;
+        case 0x0d: /* def_cfa_register */
+            row->cfa_reg = (int)read_uleb(&p, end);
+            break;
+        case 0x0e: /* def_cfa_offset */
+            row->cfa_off = (int64_t)read_uleb(&p, end);
+            break;
+        case 0x10: /* expression */
+        case 0x16: /* val_expression */
+            reg = read_uleb(&p, end);
+            delta = read_uleb(&p, end);
+            p += delta;
+            row_set(row, reg, OTHER, 0);
+            break;
+        case 0x11: /* offset_extended_sf */
+            reg = read_uleb(&p, end);
+            row_set(row, reg, AT_OFFSET, read_sleb(&p, end) * data_align);
+            break;
+        case 0x12: /* def_cfa_sf */
+            row->cfa_reg = (int)read_uleb(&p, end);
+            row->cfa_off = read_sleb(&p, end) * data_align;
+            break;
+        case 0x13: /* def_cfa_offset_sf */
+            row->cfa_off = read_sleb(&p, end) * data_align;
+            break;
+        case 0x14: /* val_offset */
+            reg = read_uleb(&p, end);
+            read_uleb(&p, end);
+            row_set(row, reg, OTHER, 0);
+            break;
+        case 0x15: /* val_offset_sf */
+            reg = read_uleb(&p, end);
+            read_sleb(&p, end);
+            row_set(row, reg, OTHER, 0);
+            break;
+        case 0x2e: /* GNU_args_size */
+            read_uleb(&p, end);
+            break;
+        case 0x2f: /* GNU_negative_offset_extended */
+            reg = read_uleb(&p, end);
+            row_set(row, reg, AT_OFFSET, -(int64_t)read_uleb(&p, end) * data_align);
+            break;
+        default: /* set_loc, def_cfa_expression, anything else */
+            return false;
+        }
+    }
+    return p <= end;
+}
+
+/* The rule for the frame whose return address (or pc) is `pc`, from its FDE. */
+static rule_t rule_compute(uintptr_t pc, uintptr_t *func)
+{
+    const rule_t unknown = {.kind = RULE_UNKNOWN}, last = {.kind = RULE_LAST};
+    struct dwarf_eh_bases bases;
+    const uint8_t *fde = _Unwind_Find_FDE((void *)(pc - 1), &bases);
+    *func = 0;
+    if (fde == NULL)
+        return last;
+    *func = (uintptr_t)bases.func;
+    uint32_t len, cie_len;
+    int32_t cie_ptr;
+    memcpy(&len, fde, 4);
+    memcpy(&cie_ptr, fde + 4, 4);
+    if (len == 0 || len == 0xffffffffu)
+        return unknown;
+    const uint8_t *fde_end = fde + 4 + len;
+    const uint8_t *cie = fde + 4 - cie_ptr;
+    memcpy(&cie_len, cie, 4);
+    if (cie_len == 0 || cie_len == 0xffffffffu)
+        return unknown;
+    const uint8_t *cie_end = cie + 4 + cie_len, *p = cie + 8;
+    uint8_t version = *p++;
+    const char *aug = (const char *)p;
+    size_t aug_len = strnlen(aug, (size_t)(cie_end - p));
+    p += aug_len + 1;
+    uint64_t code_align = read_uleb(&p, cie_end);
+    int64_t data_align = read_sleb(&p, cie_end);
+    uint64_t ra_reg = version == 1 ? *p++ : read_uleb(&p, cie_end);
+    uint8_t fde_enc = 0;
+    if (ra_reg != DW_RA)
+        return unknown;
+    if (aug[0] == 'z') {
+        uint64_t n = read_uleb(&p, cie_end);
+        const uint8_t *aug_end = p + n;
+        for (const char *a = aug + 1; *a; a++) {
+            if (*a == 'R') {
+                fde_enc = *p++;
+            } else if (*a == 'L') {
+                p++;
+            } else if (*a == 'P') {
+                uint8_t enc = *p++;
+                if (!skip_encoded(&p, aug_end, enc))
+                    return unknown;
+            } else {
+                return unknown; /* 'S' (a signal frame) or unknown */
+            }
+        }
+        p = aug_end;
+    } else if (aug[0] != '\0') {
+        return unknown;
+    }
+    cfa_row_t initial = {.cfa_reg = -1, .rbp_how = KEPT, .ra_how = KEPT}, row;
+    if (!cfa_run(p, cie_end, code_align, data_align, 0, 1, &initial, &initial))
+        return unknown;
+    /* CIE instructions have no advance_loc: they all ran, at "location 0". */
+    const uint8_t *q = fde + 8;
+    if (!skip_encoded(&q, fde_end, fde_enc) || !skip_encoded(&q, fde_end, fde_enc & 0x0f))
+        return unknown;
+    if (aug[0] == 'z')
+        q += read_uleb(&q, fde_end);
+    row = initial;
+    if (!cfa_run(q, fde_end, code_align, data_align, *func, pc, &row, &initial))
+        return unknown;
+    if ((row.cfa_reg != DW_RSP && row.cfa_reg != DW_RBP) || row.cfa_off <= 0 ||
+        row.cfa_off > INT32_MAX)
+        return unknown;
+    if (row.ra_how == UNDEFINED)
+        return last;
+    if (row.ra_how != AT_OFFSET || row.ra_off != -(int64_t)sizeof(uintptr_t))
+        return unknown;
+    rule_t r = {.cfa_off = (int32_t)row.cfa_off, .cfa_rbp = row.cfa_reg == DW_RBP, .kind = RULE_FRAME};
+    if (row.rbp_how == AT_OFFSET && row.rbp_off < 0 && row.rbp_off > INT32_MIN)
+        r.rbp_off = (int32_t)row.rbp_off;
+    else if (row.rbp_how != KEPT)
+        return unknown;
+    return r;
+}
+
+static size_t rule_index(uintptr_t pc)
+{
+    return (size_t)((pc * 0x9E3779B97F4A7C15ull) >> 50) % RULE_ENTRIES;
+}
+
+/* The rule for pc, from the table or worked out and stored. */
+ebb_racy_reader static rule_t rule_for(uintptr_t pc, uintptr_t *func)
+{
+    rule_entry_t *e = &rules[rule_index(pc)];
+    unsigned seq = atomic_load_explicit(&e->seq, memory_order_acquire);
+    if (!(seq & 1)) {
+        const volatile rule_entry_t *v = e;
+        uintptr_t at = v->pc, fn = v->func;
+        rule_t r = {.cfa_off = v->rule.cfa_off, .rbp_off = v->rule.rbp_off,
+                    .cfa_rbp = v->rule.cfa_rbp, .kind = v->rule.kind};
+        atomic_thread_fence(memory_order_acquire);
+        if (at == pc && r.kind != 0 && atomic_load_explicit(&e->seq, memory_order_relaxed) == seq) {
+            *func = fn;
+            return r;
+        }
+    }
+    rule_t r = rule_compute(pc, func);
+    lock_acquire(&rules_lock);
+    seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+    atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    e->pc = pc;
+    e->func = *func;
+    e->rule = r;
+    atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+    lock_release(&rules_lock);
+    return r;
+}
+
+/* Frames larger than this end the walk as implausible. */
+#define FRAME_MAX ((uintptr_t)64 << 20)
+
+/* Walk from the frame that called ebb's outermost debug function (whose
+ * CFA is the mark, with the return address below it and the caller's rbp
+ * below that: debug.c keeps frame pointers), filling `c` as capture_step
+ * would. False if the walk gave up (the caller then asks libgcc). */
+static bool fast_walk(capture_t *c)
+{
+    uintptr_t sp = c->mark, slot = c->mark - sizeof(uintptr_t);
+    uintptr_t pc = *(const uintptr_t *)slot;
+    uintptr_t rbp = *(const uintptr_t *)(c->mark - 2 * sizeof(uintptr_t));
+    for (;;) {
+        if (pc == 0)
+            return true;
+        uintptr_t func;
+        rule_t r = rule_for(pc, &func);
+        if (r.kind == RULE_UNKNOWN)
+            return false;
+        if (c->restart) {
+            c->n = 0;
+            c->restart = false;
+            c->cacheable = false;
+        }
+        if (is_entry_point(func)) {
+            c->restart = true;
+        } else {
+            if (c->n < c->max) {
+                c->slots[c->n] = slot;
+                c->pcs[c->n++] = pc;
+            }
+            if (c->n >= c->max && ++c->past > 8)
+                return true;
+        }
+        if (r.kind == RULE_LAST)
+            return true;
+        uintptr_t cfa = (r.cfa_rbp ? rbp : sp) + (uintptr_t)r.cfa_off;
+        if (cfa <= sp || cfa - sp > FRAME_MAX || (cfa & (sizeof(uintptr_t) - 1)) != 0)
+            return false;
+        if (r.rbp_off != 0)
+            rbp = *(const uintptr_t *)(cfa + (intptr_t)r.rbp_off);
+        slot = cfa - sizeof(uintptr_t);
+        pc = *(const uintptr_t *)slot;
+        sp = cfa;
+    }
+}
+
+/* The trace from the mark: the fast walk, else libgcc's unwinder. */
+static void capture_walk(capture_t *c, bool allow_fast)
+{
+    if (allow_fast && rules != NULL && c->mark != 0) {
+        capture_t start = *c;
+        if (fast_walk(c))
+            return;
+        *c = start;
+    }
+    _Unwind_Backtrace(capture_step, c);
+}
+
 uint32_t trace_capture_id(int max, uintptr_t mark)
 {
     if (max <= 0)
@@ -208,7 +645,7 @@ uint32_t trace_capture_id(int max, uintptr_t mark)
     uintptr_t pcs[TRACE_DEPTH_MAX + 16], slots[TRACE_DEPTH_MAX + 16];
     capture_t c = {.pcs = pcs, .slots = slots, .n = 0, .mark = mark, .cacheable = true,
                    .max = max > TRACE_DEPTH_MAX ? TRACE_DEPTH_MAX : max};
-    _Unwind_Backtrace(capture_step, &c);
+    capture_walk(&c, true);
     if (c.restart)
         c.n = 0;
     int n = c.n < max ? c.n : max;
@@ -216,6 +653,22 @@ uint32_t trace_capture_id(int max, uintptr_t mark)
     if (id && cache && mark != 0 && c.cacheable && n > 0 && slots[0] == mark - sizeof(uintptr_t))
         cache_store(pcs, slots, n, max, id);
     return id;
+}
+
+int trace_crosscheck(uintptr_t mark, int max, uintptr_t *fast, uintptr_t *slow, int *n_slow)
+{
+    if (rules == NULL || mark == 0)
+        return -1;
+    uintptr_t slots[TRACE_DEPTH_MAX + 16];
+    if (max > TRACE_DEPTH_MAX)
+        max = TRACE_DEPTH_MAX;
+    capture_t s = {.pcs = slow, .slots = slots, .mark = mark, .cacheable = true, .max = max};
+    _Unwind_Backtrace(capture_step, &s);
+    *n_slow = s.restart ? 0 : s.n;
+    capture_t f = {.pcs = fast, .slots = slots, .mark = mark, .cacheable = true, .max = max};
+    if (!fast_walk(&f))
+        return -1;
+    return f.restart ? 0 : f.n;
 }
 
 /* ---------------------------------------------------------------------------

@@ -135,6 +135,7 @@ run_test debug_faults 300 -- bash tests/test_debug.sh
 run_test debug_behaviour 300 EBB_DEBUG=1 -- "$T/test_debug"
 run_test debug_behaviour_options 300 EBB_DEBUG=1 EBB_DEBUG_FILL_ALLOC=17 EBB_DEBUG_FILL_FREE=34 \
     EBB_DEBUG_QUARANTINE=1048576 -- "$T/test_debug"
+run_test debug_unwind 120 EBB_DEBUG=1 EBB_DEBUG_LEAKS=off -- "$T/test_unwind"
 run_test debug_threads 300 EBB_DEBUG=1 -- "$T/test_threads"
 run_test debug_fork 400 EBB_DEBUG=1 EBB_DEBUG_LEAKS=off -- "$T/test_fork"
 run_test debug_programs_python 300 EBB_DEBUG=1 EBB_DEBUG_LEAKS=off -- bash tests/test_programs.sh python

@@ -1,0 +1,206 @@
+/*
+ * test_unwind.c — debug mode's fast unwinder (src/trace.c) gives the same
+ * stack traces as libgcc's unwinder, or gives up and leaves the trace to it.
+ *
+ * Each case builds a call chain and, at its leaf, asks trace_crosscheck for
+ * the trace above the leaf both ways: the fast walk (rules worked out from the
+ * FDEs and kept by pc) and _Unwind_Backtrace. The chains cover what changes a
+ * frame's rule: frames without a frame pointer (this file is built with -O2,
+ * which omits it on x86-64), frames with one, frames whose CFA is rbp-based
+ * because of alloca, deep recursion, libc's frames (qsort's callback), a
+ * second thread, and a signal handler's frame, where the fast walk must give
+ * up rather than guess.
+ *
+ * Linked with build/libebb.a (trace_crosscheck is internal); run with
+ * EBB_DEBUG=1, which sets the unwinder up.
+ */
+#include "check.h"
+
+#include <alloca.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include "ebb.h"
+
+#define MAX_FRAMES 32
+
+/* src/trace.c (internal to the library; reachable from the archive). */
+int trace_crosscheck(uintptr_t mark, int max, uintptr_t *fast, uintptr_t *slow, int *n_slow);
+
+typedef struct {
+    int fast_n, slow_n;
+    uintptr_t fast[MAX_FRAMES], slow[MAX_FRAMES];
+} both_t;
+
+/* The leaf: its canonical frame address is the mark (it keeps a frame
+ * pointer, as debug.c's entry functions do); the traces start at its
+ * caller. */
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static void probe(both_t *b)
+{
+    uintptr_t mark = (uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *);
+    b->fast_n = trace_crosscheck(mark, MAX_FRAMES, b->fast, b->slow, &b->slow_n);
+    __asm__ volatile("" ::: "memory"); /* not a tail call: the frame must stay */
+}
+
+static void expect_same(const both_t *b, const char *chain)
+{
+    REQUIRE(b->fast_n >= 0, "%s: the fast walk gave up; it should follow this chain", chain);
+    CHECK(b->slow_n >= 3, "%s: libgcc found only %d frames", chain, b->slow_n);
+    CHECK(b->fast_n == b->slow_n, "%s: the fast walk found %d frames, libgcc %d", chain, b->fast_n,
+          b->slow_n);
+    int n = b->fast_n < b->slow_n ? b->fast_n : b->slow_n;
+    for (int i = 0; i < n; i++)
+        CHECK(b->fast[i] == b->slow[i], "%s: frame %d is %#lx by the fast walk, %#lx by libgcc", chain,
+              i, (unsigned long)b->fast[i], (unsigned long)b->slow[i]);
+}
+
+/* ------------------------------------------------------------------ chains */
+
+static volatile int sink;
+
+__attribute__((noinline)) static int recurse(both_t *b, int depth)
+{
+    if (depth == 0) {
+        probe(b);
+        return 0;
+    }
+    int r = recurse(b, depth - 1) + depth;
+    sink = r;
+    return r;
+}
+
+/* alloca makes the CFA rbp-based in this frame and moves rsp by a size only
+ * known at run time: an rsp-based guess would be wrong. */
+__attribute__((noinline)) static int with_alloca(both_t *b, size_t n)
+{
+    volatile char *buf = alloca(n);
+    buf[0] = 1;
+    buf[n - 1] = 2;
+    probe(b);
+    return buf[0] + buf[n - 1];
+}
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static int with_frame_pointer(both_t *b,
+                                                                                           int depth)
+{
+    volatile int local = depth;
+    int r = recurse(b, depth);
+    return r + local;
+}
+
+__attribute__((noinline)) static int alloca_then_recurse(both_t *b, size_t n, int depth)
+{
+    volatile char *buf = alloca(n);
+    buf[0] = (char)depth;
+    int r = depth > 0 ? alloca_then_recurse(b, n + 48, depth - 1) : with_alloca(b, n);
+    return r + buf[0];
+}
+
+static both_t *qsort_target;
+
+static int compare_and_probe(const void *a, const void *b)
+{
+    if (qsort_target != NULL) {
+        probe(qsort_target);
+        qsort_target = NULL;
+    }
+    return *(const int *)a - *(const int *)b;
+}
+
+/* ------------------------------------------------------------------ cases */
+
+static void rsp_based_frames_and_recursion_match(void)
+{
+    static const int depths[] = {0, 1, 2, 5, 17, 40};
+    for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
+        both_t b = {0};
+        recurse(&b, depths[i]);
+        char chain[64];
+        snprintf(chain, sizeof chain, "recursion %d deep", depths[i]);
+        expect_same(&b, chain);
+    }
+}
+
+static void alloca_frames_match(void)
+{
+    static const size_t sizes[] = {8, 100, 4096, 70000};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        both_t b = {0};
+        sink = with_alloca(&b, sizes[i]);
+        expect_same(&b, "an alloca frame");
+    }
+    both_t b = {0};
+    sink = alloca_then_recurse(&b, 24, 6);
+    expect_same(&b, "six alloca frames in a row");
+}
+
+static void frame_pointer_frames_match(void)
+{
+    both_t b = {0};
+    sink = with_frame_pointer(&b, 3);
+    expect_same(&b, "a frame-pointer frame above rsp-based ones");
+}
+
+static void libc_frames_match(void)
+{
+    int v[64];
+    for (int i = 0; i < 64; i++)
+        v[i] = (i * 37) % 64;
+    both_t b = {0};
+    qsort_target = &b;
+    qsort(v, 64, sizeof v[0], compare_and_probe);
+    expect_same(&b, "qsort's callback");
+}
+
+static void *thread_main(void *arg)
+{
+    recurse(arg, 4);
+    return NULL;
+}
+
+static void another_thread_matches(void)
+{
+    both_t b = {0};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, thread_main, &b) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    expect_same(&b, "a second thread (down to clone)");
+}
+
+static both_t in_handler;
+
+static void handler(int sig)
+{
+    (void)sig;
+    probe(&in_handler);
+}
+
+static void a_signal_frame_makes_the_fast_walk_give_up(void)
+{
+    struct sigaction sa = {.sa_handler = handler};
+    sigemptyset(&sa.sa_mask);
+    REQUIRE(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction failed");
+    raise(SIGUSR1);
+    signal(SIGUSR1, SIG_DFL);
+    CHECK(in_handler.fast_n == -1,
+          "through a signal frame the fast walk should give up (libgcc then takes the trace); "
+          "it returned %d frames", in_handler.fast_n);
+    CHECK(in_handler.slow_n >= 4, "libgcc should unwind through the signal frame; it found %d frames",
+          in_handler.slow_n);
+}
+
+int main(void)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    if (ebb_stats_get(&st) != 0 || !st.debug_mode) {
+        fprintf(stderr, "test_unwind: run with EBB_DEBUG=1\n");
+        return 1;
+    }
+    RUN_CASE(rsp_based_frames_and_recursion_match);
+    RUN_CASE(alloca_frames_match);
+    RUN_CASE(frame_pointer_frames_match);
+    RUN_CASE(libc_frames_match);
+    RUN_CASE(another_thread_matches);
+    RUN_CASE(a_signal_frame_makes_the_fast_walk_give_up);
+    return check_finish();
+}
