@@ -372,10 +372,10 @@ static void heap_segment_remove(heap_t *heap, segment_t *seg)
  * Slice runs
  * ------------------------------------------------------------------------- */
 
-/* The first index of `count` consecutive set bits in `mask` at a multiple of
- * `align` (a power of two), or -1. Bit j of `runs` ends up set iff bits
- * j..j+count-1 of mask are all set. */
-static int slices_find_run(uint64_t mask, size_t count, size_t align)
+/* The starts of runs of `count` consecutive set bits in `mask` at multiples
+ * of `align` (a power of two): bit j is set iff bits j..j+count-1 of mask are
+ * all set and j is a multiple of align. */
+static uint64_t slices_runs(uint64_t mask, size_t count, size_t align)
 {
     uint64_t runs = mask;
     for (size_t i = 1; i < count && runs; i++)
@@ -386,6 +386,16 @@ static int slices_find_run(uint64_t mask, size_t count, size_t align)
             starts |= (uint64_t)1 << i;
         runs &= starts;
     }
+    return runs;
+}
+
+/* Where to claim `count` slices of `free` (-1: nowhere). With `resident_only`,
+ * only a run whose slices are all dirty (freed, not purged yet: resident), so
+ * a request reuses memory the process holds before touching fresh or purged
+ * slices that would add to its RSS; otherwise the lowest run. */
+static int slices_pick_run(uint64_t free, uint64_t dirty, size_t count, size_t align, bool resident_only)
+{
+    uint64_t runs = slices_runs(resident_only ? free & dirty : free, count, align);
     return runs ? __builtin_ctzll(runs) : -1;
 }
 
@@ -395,12 +405,14 @@ static inline uint64_t run_mask(size_t idx, size_t count)
     return bits << idx;
 }
 
-/* Owner: claim a run of `count` free slices; returns the first index or -1. */
-static int segment_claim_slices(segment_t *seg, size_t count, size_t align)
+/* Owner: claim a run of `count` free slices (all dirty, if `resident_only`);
+ * returns the first index or -1. */
+static int segment_claim_slices(segment_t *seg, size_t count, size_t align, bool resident_only)
 {
     uint64_t old = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
     for (;;) {
-        int idx = slices_find_run(old, count, align);
+        uint64_t dirty = resident_only ? atomic_load_explicit(&seg->dirty_slices, memory_order_relaxed) : 0;
+        int idx = slices_pick_run(old, dirty, count, align, resident_only);
         if (idx < 0)
             return -1;
         uint64_t want = old & ~run_mask((size_t)idx, count);
@@ -661,16 +673,23 @@ void segment_free_large_remote(segment_t *seg, page_t *page)
  * ------------------------------------------------------------------------- */
 page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
 {
-    for (segment_t *seg = heap->segments; seg; seg = seg->next) {
-        int idx = segment_claim_slices(seg, count, align_slices);
-        if (idx > 0)
-            return segment_run_init(seg, (size_t)idx, count);
+    /* Resident slices first, in any of the heap's segments; then the lowest
+     * free run. (Taking the lowest run first made a thread that frees and
+     * allocates 64..512 KiB blocks fault in fresh slices while the ones it had
+     * just freed waited for the purge: its peak RSS grew to ~2.7x its live
+     * bytes.) */
+    for (int pass = 0; pass < 2; pass++) {
+        for (segment_t *seg = heap->segments; seg; seg = seg->next) {
+            int idx = segment_claim_slices(seg, count, align_slices, pass == 0);
+            if (idx > 0)
+                return segment_run_init(seg, (size_t)idx, count);
+        }
     }
     for (int i = 0; i < RECLAIM_MAX_PER_REQUEST; i++) {
         segment_t *seg = segment_reclaim(heap);
         if (seg == NULL)
             break;
-        int idx = segment_claim_slices(seg, count, align_slices);
+        int idx = segment_claim_slices(seg, count, align_slices, false);
         if (idx > 0)
             return segment_run_init(seg, (size_t)idx, count);
     }
@@ -683,7 +702,7 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
     /* The segment is empty, but a purge pass may hold its free slices for a
      * moment (segment_purge claims them around madvise): wait for it. */
     int idx;
-    while ((idx = segment_claim_slices(seg, count, align_slices)) <= 0)
+    while ((idx = segment_claim_slices(seg, count, align_slices, false)) <= 0)
         sched_yield();
     return segment_run_init(seg, (size_t)idx, count);
 }
