@@ -28,7 +28,7 @@ const option_desc_t option_table[OPT_COUNT] = {
                    "table) when the process exits"},
     [OPT_STATS_FILE] = {"EBB_STATS_FILE", 0, 0, 0, NULL, true,
                         "append the reports and samples to this file instead of "
-                        "stderr"},
+                        "stderr (%p: the process id)"},
     [OPT_STATS_INTERVAL] = {"EBB_STATS_INTERVAL", 0, 0, 86400000, NULL, false,
                             "ms between one-line samples printed by the background "
                             "thread (0: none; needs EBB_BACKGROUND=1)"},

@@ -10,7 +10,8 @@
 #                                      number, committed >= live, a class table;
 #                                      the program's own output is unchanged
 #   stats_file_gets_the_report         --stats-file: the report goes to the
-#                                      file and not to stderr
+#                                      file and not to stderr; "%p" in the name
+#                                      gives each process its own file
 #   interval_samples_while_running     --stats-interval 50 on a 0.5 s program:
 #                                      several one-line samples, time-ordered
 #   interval_needs_the_background      EBB_BACKGROUND=0 with an interval: one
@@ -117,6 +118,17 @@ grep -q 'ebb stats' "$TMP/file.err" && fail "the report also went to stderr"
 grep -q "EBB_STATS_FILE=$TMP/nodir/x.txt: cannot open" "$TMP/nodir.err" ||
     fail "an unwritable EBB_STATS_FILE should be reported; stderr: $(head -n 2 "$TMP/nodir.err")"
 grep -q '^== end of ebb stats ==$' "$TMP/nodir.err" || fail "...and the report should go to stderr instead"
+# Two python processes under one shell: a file each, named for its own pid.
+rm -rf "$TMP/per-pid" && mkdir "$TMP/per-pid"
+PYTHONMALLOC=malloc "$EBBRUN" --stats --stats-file "$TMP/per-pid/s-%p.txt" -- \
+    sh -c "$PY -c 'print(sum(range(1000)))' >/dev/null; $PY -c 'print(1)' >/dev/null" 2>"$TMP/pid.err"
+nfiles=$(ls "$TMP/per-pid" | wc -l)
+[ "$nfiles" -ge 2 ] || fail "with %p, the two python processes should write a file each; found $nfiles: $(ls "$TMP/per-pid")"
+for f in "$TMP/per-pid"/*; do
+    pid=${f##*/s-}; pid=${pid%.txt}
+    grep -q "^== ebb stats: pid $pid," "$f" || fail "$f should hold the report of pid $pid; it starts: $(head -n 1 "$f")"
+    [ "$(grep -c '^== end of ebb stats ==$' "$f")" = 1 ] || fail "$f should hold exactly one report"
+done
 end
 
 # -------------------------------------------------------------------------
