@@ -813,24 +813,24 @@ static void verify_free_list(verify_t *v, page_t *page, const block_t *b, const 
     }
 }
 
+static void verify_page(page_t *page, void *arg)
+{
+    verify_t *v = arg;
+    if (page->kind == PAGE_LARGE) {
+        verify_block(v, (debug_header_t *)page_start(page));
+    } else if (page->kind == PAGE_SMALL && page->block_size >= sizeof(debug_header_t)) {
+        verify_free_list(v, page, page->free, "free");
+        uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
+        verify_free_list(v, page, (const block_t *)(x & ~XTHREAD_IN_FULL), "remote-free");
+        uint8_t *start = page_start(page);
+        for (size_t k = 0; k < page->capacity; k++)
+            verify_block(v, (debug_header_t *)(start + k * page->block_size));
+    }
+}
+
 static void verify_segment(verify_t *v, segment_t *seg)
 {
-    uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
-    for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
-        page_t *page = &seg->pages[i];
-        if ((free_mask >> i) & 1 || page->slice_offset != 0)
-            continue;
-        if (page->kind == PAGE_LARGE) {
-            verify_block(v, (debug_header_t *)page_start(page));
-        } else if (page->kind == PAGE_SMALL && page->block_size >= sizeof(debug_header_t)) {
-            verify_free_list(v, page, page->free, "free");
-            uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
-            verify_free_list(v, page, (const block_t *)(x & ~XTHREAD_IN_FULL), "remote-free");
-            uint8_t *start = page_start(page);
-            for (size_t k = 0; k < page->capacity; k++)
-                verify_block(v, (debug_header_t *)(start + k * page->block_size));
-        }
-    }
+    segment_for_each_page(seg, verify_page, v);
 }
 
 static void verify_heap(heap_t *h, bool paused, void *arg)

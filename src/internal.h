@@ -693,6 +693,10 @@ void stats_print_sample(void);
  * abandoned ones (under the abandoned list's lock). */
 void segment_for_each(void (*fn)(segment_t *seg, void *arg), void *arg);
 void segment_for_each_abandoned(void (*fn)(segment_t *seg, void *arg), void *arg);
+/* Visit each page run in use in `seg` (the first slice of every run whose
+ * slices are not free), in address order. The caller keeps the segment from
+ * changing meanwhile (its owner paused or gone) or accepts a racy view. */
+void segment_for_each_page(segment_t *seg, void (*fn)(page_t *page, void *arg), void *arg);
 void segment_counts(size_t *cached, size_t *abandoned);
 /* Bytes of the last segment region mapped but not handed out (untouched). */
 size_t segment_spare_bytes(void);

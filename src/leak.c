@@ -69,22 +69,21 @@ static void span_add(debug_header_t *h)
     lk.spans[lk.count++] = (span_t){start, start + h->size, h};
 }
 
-static void spans_of_segment(segment_t *seg, void *arg)
+static void spans_of_page(page_t *page, void *arg)
 {
     (void)arg;
-    uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
-    for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
-        page_t *page = &seg->pages[i];
-        if ((free_mask >> i) & 1 || page->slice_offset != 0)
-            continue;
-        if (page->kind == PAGE_LARGE) {
-            span_add((debug_header_t *)page_start(page));
-        } else if (page->kind == PAGE_SMALL && page->block_size >= sizeof(debug_header_t)) {
-            uint8_t *start = page_start(page);
-            for (size_t k = 0; k < page->capacity; k++)
-                span_add((debug_header_t *)(start + k * page->block_size));
-        }
+    if (page->kind == PAGE_LARGE) {
+        span_add((debug_header_t *)page_start(page));
+    } else if (page->kind == PAGE_SMALL && page->block_size >= sizeof(debug_header_t)) {
+        uint8_t *start = page_start(page);
+        for (size_t k = 0; k < page->capacity; k++)
+            span_add((debug_header_t *)(start + k * page->block_size));
     }
+}
+
+static void spans_of_segment(segment_t *seg, void *arg)
+{
+    segment_for_each_page(seg, spans_of_page, arg);
 }
 
 static void spans_of_huge(segment_t *seg, void *arg)

@@ -757,6 +757,16 @@ void segment_for_each(void (*fn)(segment_t *seg, void *arg), void *arg)
     lock_release(&segments_lock);
 }
 
+void segment_for_each_page(segment_t *seg, void (*fn)(page_t *page, void *arg), void *arg)
+{
+    uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
+    for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
+        page_t *page = &seg->pages[i];
+        if (!((free_mask >> i) & 1) && page->slice_offset == 0)
+            fn(page, arg);
+    }
+}
+
 void segment_for_each_abandoned(void (*fn)(segment_t *seg, void *arg), void *arg)
 {
     lock_acquire(&abandoned_lock);

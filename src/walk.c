@@ -88,18 +88,18 @@ ebb_racy_reader static void visit_small_page_blocks(walk_t *w, page_t *page)
     }
 }
 
+static void visit_page_blocks(page_t *page, void *arg)
+{
+    walk_t *w = arg;
+    if (page->kind == PAGE_SMALL)
+        visit_small_page_blocks(w, page);
+    else if (page->kind == PAGE_LARGE)
+        visit_block(w, page_start(page), page->block_size);
+}
+
 static void visit_segment_blocks(walk_t *w, segment_t *seg)
 {
-    uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
-    for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
-        page_t *page = &seg->pages[i];
-        if ((free_mask >> i) & 1 || page->slice_offset != 0)
-            continue;
-        if (page->kind == PAGE_SMALL)
-            visit_small_page_blocks(w, page);
-        else if (page->kind == PAGE_LARGE)
-            visit_block(w, page_start(page), page->block_size);
-    }
+    segment_for_each_page(seg, visit_page_blocks, w);
 }
 
 static void summary_begin(walk_t *w, uint32_t kind, uint64_t thread)
