@@ -1241,6 +1241,43 @@ static void purge_delay_never_keeps_memory_until_malloc_trim(void)
     expect_child_passes("child_purge_delay_never_keeps_memory_until_malloc_trim", env, 60);
 }
 
+/* A new run takes slices that are still resident (freed, not yet purged)
+ * before slices that were purged or never touched, so free/malloc cycles of
+ * large blocks do not add to RSS while the purge delay runs (the seed
+ * "medium" scenario peaked at 2.7x its live bytes when the lowest free run
+ * was taken first). No background purge here (EBB_PURGE_DELAY=-1), so which
+ * slices are resident is decided by the test alone. */
+static void child_resident_slices_are_reused_before_purged_ones(void)
+{
+    const size_t run = 256 * KiB; /* above SMALL_MAX: a run of slices of its own */
+    unsigned char *a = malloc(run), *b = malloc(run), *c = malloc(run);
+    REQUIRE(a != NULL && b != NULL && c != NULL, "malloc(256 KiB) failed");
+    touch(a, run, 1);
+    touch(b, run, 2);
+    touch(c, run, 3);
+    free(a);
+    malloc_trim(0); /* a's slices are purged: free, not resident */
+    free(b);        /* b's slices are free and resident */
+    long before = rss_now();
+    unsigned char *d = malloc(run);
+    REQUIRE(d != NULL, "malloc(256 KiB) failed");
+    touch(d, run, 4);
+    long after = rss_now();
+    printf("    info: a 256 KiB block after one was purged and one freed: RSS %+ld KiB\n",
+           (after - before) / 1024);
+    CHECK(after - before <= (long)(64 * KiB),
+          "the new block should take the freed, still resident slices: RSS grew by %ld KiB "
+          "(256 KiB means it took purged or fresh slices)", (after - before) / 1024);
+    free(c);
+    free(d);
+}
+
+static void resident_slices_are_reused_before_purged_ones(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_resident_slices_are_reused_before_purged_ones", env, 30);
+}
+
 /* ---------------------------------------------------------------------------
  * 7. SPEC ("malloc_trim(0) and ebb_collect(true) return everything that can be
  * returned, at once"), with 002's and 001's threads: 4 threads allocate 50 MiB
@@ -2197,6 +2234,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_join_many_threads_before_the_scavenger_exists),
     CHILD_CASE(child_purge_delay_zero_returns_memory_at_once),
     CHILD_CASE(child_purge_delay_never_keeps_memory_until_malloc_trim),
+    CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
     CHILD_CASE(child_malloc_trim_returns_everything_at_once),
     CHILD_CASE(child_ebb_collect_force_returns_everything_at_once),
 #endif
@@ -2256,6 +2294,7 @@ int main(int argc, char **argv)
     RUN_CASE(joining_many_threads_before_the_scavenger_starts_does_not_deadlock);
     RUN_CASE(purge_delay_zero_returns_memory_at_once);
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
+    RUN_CASE(resident_slices_are_reused_before_purged_ones);
     RUN_CASE(malloc_trim_returns_everything_at_once);
     RUN_CASE(ebb_collect_force_returns_everything_at_once);
 #endif
