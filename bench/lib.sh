@@ -224,6 +224,26 @@ bench_measure() {
 	return 0
 }
 
+# Warm-up, not recorded: run "$@" once for every allocator (the command
+# after the allocator index, e.g. `bench_measure` or a script's own runner),
+# which brings every allocator and program into the page cache and checks each
+# once, so a broken preload shows before the long run; then zero the counters
+# the warm-up touched.
+bench_warm_up() {
+	local a
+	printf 'warm-up:' >&2
+	for ((a = 0; a < NA; a++)); do
+		"$1" "$a" "${@:2}"
+		if [[ $R_STATUS != ok ]]; then
+			printf '\n' >&2
+			bench_die "${A_NAME[a]} fails even a warm-up run: $R_STATUS"
+		fi
+		printf ' %s' "${A_NAME[a]}" >&2
+	done
+	printf '\n' >&2
+	N_RUNS=0 N_NOISY=0 SUM_OTHER_MS=0 SUM_STEAL_MS=0 SUM_WALL_MS=0
+}
+
 # bench_field KEY LINE: the value of " KEY=value" in a result line (empty if
 # absent). " ms=" does not match "phase_ms=".
 bench_field() {

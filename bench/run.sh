@@ -155,19 +155,7 @@ printf 'rep\tworkload\tallocator\ttime_ms\twall_ms\tmaxrss_kb\tend_rss_kb\tother
 
 echo "ebb benchmark suite: $NW workloads x $NA allocators (${A_NAME[*]}) x $REPS repetitions${QUICK:+ (QUICK)}" >&2
 
-# Warm-up, not recorded: every allocator and program into the page cache, and
-# every allocator checked once, so a broken preload shows before the long run.
-printf 'warm-up:' >&2
-for ((a = 0; a < NA; a++)); do
-	bench_measure "$a" "$B/bench_core" pair 64 100000
-	if [[ $R_STATUS != ok ]]; then
-		printf '\n' >&2
-		bench_die "${A_NAME[a]} fails even a warm-up run: $R_STATUS"
-	fi
-	printf ' %s' "${A_NAME[a]}" >&2
-done
-printf '\n' >&2
-N_RUNS=0 N_NOISY=0 SUM_OTHER_MS=0 SUM_STEAL_MS=0 SUM_WALL_MS=0 # the warm-up does not count
+bench_warm_up bench_measure "$B/bench_core" pair 64 100000
 
 bench_wait_quiet "${WAIT_QUIET:-0}"
 START=$SECONDS

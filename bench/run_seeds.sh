@@ -80,18 +80,8 @@ run_one() {
 echo "ebb memory-return scenarios: $NS scenarios x $NA allocators (${A_NAME[*]})" \
      "x $REPS repetitions${QUICK:+ (QUICK)}" >&2
 
-printf 'warm-up:' >&2
-for ((a = 0; a < NA; a++)); do
-	run_one "$a" rev1k 0 1000
-	if [[ $R_STATUS != ok ]]; then
-		printf '\n' >&2
-		bench_die "${A_NAME[a]} fails even a warm-up run: $R_STATUS"
-	fi
-	printf ' %s' "${A_NAME[a]}" >&2
-done
-printf '\n' >&2
+bench_warm_up run_one rev1k 0 1000
 
-N_RUNS=0 N_NOISY=0 SUM_OTHER_MS=0 SUM_STEAL_MS=0 SUM_WALL_MS=0 # the warm-up does not count
 START=$(date +%s)
 for ((rep = 0; rep < REPS; rep++)); do
 	for ((s = 0; s < NS; s++)); do
