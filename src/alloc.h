@@ -2,7 +2,8 @@
  * alloc.h — the malloc and free fast paths, inlined into both the ebb_ entry
  * points (alloc.c) and the standard names (override.c).
  *
- * malloc: one TLS load, one indexed load of the page, pop its free list.
+ * malloc: one TLS load, one indexed load of the page (by size up to
+ *         DIRECT_MAX, by size class above), pop its free list.
  * free:   mask to the segment; if this thread owns it, push on the page's free
  *         list; otherwise (another thread's, abandoned, huge) the generic path.
  * Everything else — empty lists, new pages, big sizes, first call of a thread —
@@ -13,7 +14,7 @@
 
 #include "internal.h"
 
-static inline void *alloc_malloc_inline(size_t size)
+static ebb_always_inline void *alloc_malloc_inline(size_t size)
 {
     heap_t *heap = tls.heap;
     if (ebb_likely(size <= DIRECT_MAX)) {
@@ -27,11 +28,22 @@ static inline void *alloc_malloc_inline(size_t size)
             return block;
         }
         busy_leave();
+    } else if (ebb_likely(size <= SMALL_MAX)) {
+        busy_enter();
+        page_t *page = atomic_load_explicit(&heap->direct_class[size_class(size)], memory_order_acquire);
+        block_t *block = page->free;
+        if (ebb_likely(block != NULL)) {
+            page->free = block->next;
+            page->used++;
+            busy_leave();
+            return block;
+        }
+        busy_leave();
     }
     return alloc_malloc_slow(size);
 }
 
-static inline void alloc_free_inline(void *p)
+static ebb_always_inline void alloc_free_inline(void *p)
 {
     if (ebb_unlikely(p == NULL))
         return;

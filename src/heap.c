@@ -22,7 +22,8 @@
 #include "internal.h"
 
 page_t page_empty;
-heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty}};
+heap_t heap_empty = {.direct = {[0 ... DIRECT_SLOTS - 1] = &page_empty},
+                     .direct_class = {[0 ... CLASS_COUNT - 1] = &page_empty}};
 __thread tls_t tls __attribute__((tls_model("initial-exec"))) = {.heap = &heap_empty};
 __thread heap_t *tls_debug_heap __attribute__((tls_model("initial-exec")));
 
@@ -131,6 +132,8 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
 {
     for (size_t i = 0; i < DIRECT_SLOTS; i++)
         atomic_store_explicit(&heap->direct[i], &page_empty, memory_order_relaxed);
+    for (size_t i = 0; i < CLASS_COUNT; i++)
+        atomic_store_explicit(&heap->direct_class[i], &page_empty, memory_order_relaxed);
     memset(heap->queues, 0, sizeof heap->queues);
     memset(&heap->full, 0, sizeof heap->full);
     memset(heap->retained, 0, sizeof heap->retained);
@@ -281,6 +284,8 @@ static bool heap_quiesce(heap_t *h)
     atomic_store_explicit(&h->revoked, 1, memory_order_relaxed);
     for (size_t i = 0; i < DIRECT_SLOTS; i++)
         atomic_store_explicit(&h->direct[i], &page_empty, memory_order_relaxed);
+    for (size_t i = 0; i < CLASS_COUNT; i++)
+        atomic_store_explicit(&h->direct_class[i], &page_empty, memory_order_relaxed);
     for (segment_t *seg = h->segments; seg; seg = seg->next)
         atomic_store_explicit(&seg->thread_id, THREAD_ID_QUIESCED, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);

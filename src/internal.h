@@ -42,6 +42,8 @@
 
 #define ebb_likely(x)   __builtin_expect(!!(x), 1)
 #define ebb_unlikely(x) __builtin_expect(!!(x), 0)
+/* For the fast paths: inlined even where the compiler would rather call. */
+#define ebb_always_inline inline __attribute__((always_inline))
 #define ebb_noinline    __attribute__((noinline))
 #define ebb_internal    __attribute__((visibility("hidden")))
 
@@ -298,6 +300,10 @@ typedef struct heap_s {
      * quiesced (release); the fast path reads it with acquire (a plain load on
      * x86-64) so that it sees the pages as the scavenger left them. */
     _Atomic(page_t *) direct[DIRECT_SLOTS];
+    /* The same per class, for the fast path of sizes above DIRECT_MAX up to
+     * SMALL_MAX (indexed by size_class): the first page of the class queue,
+     * or the empty page. Written and read as direct[]. */
+    _Atomic(page_t *) direct_class[CLASS_COUNT];
     /* Pages with (possibly) free blocks, per size class, most useful first. */
     page_queue_t queues[CLASS_COUNT];
     /* Pages found with no free block; they come back when a block is freed. */

@@ -82,13 +82,14 @@ static void queue_push_back(page_queue_t *q, page_t *page)
 void heap_direct_update(heap_t *heap, unsigned cls)
 {
     uint32_t size = class_block_size[cls];
-    if (size > DIRECT_MAX)
-        return;
     /* While the scavenger holds the heap quiesced, every slot must stay at
      * page_empty (heap.c, step 2): it restores them all when it is done. */
     if (atomic_load_explicit(&heap->revoked, memory_order_relaxed))
         return;
     page_t *page = heap->queues[cls].first ? heap->queues[cls].first : &page_empty;
+    atomic_store_explicit(&heap->direct_class[cls], page, memory_order_release);
+    if (size > DIRECT_MAX)
+        return;
     if (atomic_load_explicit(&heap->direct[size / 16], memory_order_relaxed) == page)
         return; /* the class's slots always change together */
     size_t lo = cls == 0 ? 0 : class_block_size[cls - 1] / 16 + 1;
