@@ -14,32 +14,31 @@
 
 #include "internal.h"
 
+/* Pop a block from the page in `slot` (NULL if it has none), inside the busy
+ * window the scavenger's quiescing protocol watches (heap.c). */
+static ebb_always_inline void *alloc_pop(_Atomic(page_t *) *slot)
+{
+    busy_enter();
+    page_t *page = atomic_load_explicit(slot, memory_order_acquire);
+    block_t *block = page->free;
+    if (ebb_likely(block != NULL)) {
+        page->free = block->next;
+        page->used++;
+    }
+    busy_leave();
+    return block;
+}
+
 static ebb_always_inline void *alloc_malloc_inline(size_t size)
 {
     heap_t *heap = tls.heap;
-    if (ebb_likely(size <= DIRECT_MAX)) {
-        busy_enter();
-        page_t *page = atomic_load_explicit(&heap->direct[(size + 15) >> 4], memory_order_acquire);
-        block_t *block = page->free;
-        if (ebb_likely(block != NULL)) {
-            page->free = block->next;
-            page->used++;
-            busy_leave();
-            return block;
-        }
-        busy_leave();
-    } else if (ebb_likely(size <= SMALL_MAX)) {
-        busy_enter();
-        page_t *page = atomic_load_explicit(&heap->direct_class[size_class(size)], memory_order_acquire);
-        block_t *block = page->free;
-        if (ebb_likely(block != NULL)) {
-            page->free = block->next;
-            page->used++;
-            busy_leave();
-            return block;
-        }
-        busy_leave();
-    }
+    void *p = NULL;
+    if (ebb_likely(size <= DIRECT_MAX))
+        p = alloc_pop(&heap->direct[(size + 15) >> 4]);
+    else if (ebb_likely(size <= SMALL_MAX))
+        p = alloc_pop(&heap->direct_class[size_class(size)]);
+    if (ebb_likely(p != NULL))
+        return p;
     return alloc_malloc_slow(size);
 }
 

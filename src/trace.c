@@ -393,10 +393,6 @@ static bool cfa_run(const uint8_t *p, const uint8_t *end, uint64_t code_align, i
             row_set(row, read_uleb(&p, end), KEPT, 0);
             break;
         case 0x09: /* register */
-            reg = read_uleb(&p, end);
-            read_uleb(&p, end);
-            row_set(row, reg, OTHER, 0);
-            break;
         case 0x0a: /* remember_state */
             if (depth == 8)
                 return false;
@@ -434,11 +430,6 @@ static bool cfa_run(const uint8_t *p, const uint8_t *end, uint64_t code_align, i
             break;
         case 0x13: /* def_cfa_offset_sf */
             row->cfa_off = read_sleb(&p, end) * data_align;
-            break;
-        case 0x14: /* val_offset */
-            reg = read_uleb(&p, end);
-            read_uleb(&p, end);
-            row_set(row, reg, OTHER, 0);
             break;
         case 0x15: /* val_offset_sf */
             reg = read_uleb(&p, end);
