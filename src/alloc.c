@@ -83,12 +83,17 @@ static void *alloc_large(heap_t *heap, size_t size, size_t alignment, bool zero)
 
 /* Any size, any power-of-two alignment (<= MIN_ALIGN means none). Sets errno.
  * In debug mode every allocation comes here (debug.c says why). */
+/* Whatever the layout, size + alignment must stay addressable. */
+static bool alloc_size_impossible(size_t size, size_t alignment)
+{
+    return size > PTRDIFF_MAX || alignment > PTRDIFF_MAX / 2 || size + alignment > PTRDIFF_MAX;
+}
+
 static void *alloc_generic(size_t size, size_t alignment, bool zero)
 {
-    /* Whatever the layout, size + alignment must stay addressable: checking
-     * here fails impossible requests before any OS call. */
-    if (ebb_unlikely(size > PTRDIFF_MAX || alignment > PTRDIFF_MAX / 2 ||
-                     size + alignment > PTRDIFF_MAX)) {
+    /* Checked here too so an impossible request fails before any OS call
+     * (the first call of a thread or process maps memory below). */
+    if (ebb_unlikely(alloc_size_impossible(size, alignment))) {
         errno = ENOMEM;
         return NULL;
     }
@@ -108,8 +113,7 @@ static void *alloc_generic(size_t size, size_t alignment, bool zero)
 
 void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero)
 {
-    if (ebb_unlikely(size > PTRDIFF_MAX || alignment > PTRDIFF_MAX / 2 ||
-                     size + alignment > PTRDIFF_MAX)) {
+    if (ebb_unlikely(alloc_size_impossible(size, alignment))) {
         errno = ENOMEM;
         return NULL;
     }
@@ -185,23 +189,8 @@ void free_generic(segment_t *seg, void *p)
 void alloc_release(heap_t *heap, void *p)
 {
     segment_t *seg = ptr_segment(p);
-    if (heap != NULL) {
-        /* The free fast path, for a heap that is not tls.heap. */
-        busy_enter();
-        if (atomic_load_explicit(&seg->thread_id, memory_order_acquire) == heap->thread_id) {
-            page_t *page = segment_page_of(seg, p);
-            block_t *block = (block_t *)p;
-            block->next = page->free;
-            page->free = block;
-            if (--page->used == 0 || page->in_full) {
-                page_free_local_slow(heap, page); /* ends the busy window */
-                return;
-            }
-            busy_leave();
-            return;
-        }
-        busy_leave();
-    }
+    if (heap != NULL && alloc_free_owned(&heap, heap->thread_id, seg, p))
+        return;
     free_generic(seg, p);
 }
 

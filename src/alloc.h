@@ -42,6 +42,30 @@ static ebb_always_inline void *alloc_malloc_inline(size_t size)
     return alloc_malloc_slow(size);
 }
 
+/* Free p into its page if `owner` (a heap's thread id) owns its segment: push
+ * it on the page's free list, then the slow path if the page emptied or was
+ * full. False, with nothing done, if the segment is not the owner's. `heap`
+ * is the owner's heap, read only on the slow path. */
+static ebb_always_inline bool alloc_free_owned(heap_t *const *heap, uintptr_t owner, segment_t *seg,
+                                               void *p)
+{
+    busy_enter();
+    if (ebb_likely(atomic_load_explicit(&seg->thread_id, memory_order_acquire) == owner)) {
+        page_t *page = segment_page_of(seg, p);
+        block_t *block = (block_t *)p;
+        block->next = page->free;
+        page->free = block;
+        if (ebb_unlikely(--page->used == 0 || page->in_full)) {
+            page_free_local_slow(*heap, page); /* ends the busy window */
+            return true;
+        }
+        busy_leave();
+        return true;
+    }
+    busy_leave();
+    return false;
+}
+
 static ebb_always_inline void alloc_free_inline(void *p)
 {
     if (ebb_unlikely(p == NULL))
@@ -51,21 +75,8 @@ static ebb_always_inline void alloc_free_inline(void *p)
         return;
     }
     segment_t *seg = ptr_segment(p);
-    busy_enter();
-    if (ebb_likely(atomic_load_explicit(&seg->thread_id, memory_order_acquire) ==
-                   thread_id_self())) {
-        page_t *page = segment_page_of(seg, p);
-        block_t *block = (block_t *)p;
-        block->next = page->free;
-        page->free = block;
-        if (ebb_unlikely(--page->used == 0 || page->in_full)) {
-            page_free_local_slow(tls.heap, page); /* ends the busy window */
-            return;
-        }
-        busy_leave();
+    if (ebb_likely(alloc_free_owned(&tls.heap, thread_id_self(), seg, p)))
         return;
-    }
-    busy_leave();
     free_generic(seg, p);
 }
 

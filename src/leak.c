@@ -102,37 +102,36 @@ static void cached_huge(segment_t *seg, void *arg)
     }
 }
 
+/* Move a[root] down the max-heap a[0..n) (ordered by start) to its place. */
+static void spans_sift_down(span_t *a, size_t root, size_t n)
+{
+    for (;;) {
+        size_t child = 2 * root + 1;
+        if (child >= n)
+            return;
+        if (child + 1 < n && a[child + 1].start > a[child].start)
+            child++;
+        if (a[root].start >= a[child].start)
+            return;
+        span_t t = a[root];
+        a[root] = a[child];
+        a[child] = t;
+        root = child;
+    }
+}
+
 static void spans_sort(void)
 {
     /* Heapsort: no allocation, no recursion. */
     span_t *a = lk.spans;
     size_t n = lk.count;
-    for (size_t start = n / 2; start-- > 0;) {
-        for (size_t root = start;;) {
-            size_t child = 2 * root + 1;
-            if (child >= n)
-                break;
-            if (child + 1 < n && a[child + 1].start > a[child].start)
-                child++;
-            if (a[root].start >= a[child].start)
-                break;
-            span_t t = a[root]; a[root] = a[child]; a[child] = t;
-            root = child;
-        }
-    }
+    for (size_t start = n / 2; start-- > 0;)
+        spans_sift_down(a, start, n);
     for (size_t end = n; end-- > 1;) {
-        span_t t = a[0]; a[0] = a[end]; a[end] = t;
-        for (size_t root = 0;;) {
-            size_t child = 2 * root + 1;
-            if (child >= end)
-                break;
-            if (child + 1 < end && a[child + 1].start > a[child].start)
-                child++;
-            if (a[root].start >= a[child].start)
-                break;
-            span_t u = a[root]; a[root] = a[child]; a[child] = u;
-            root = child;
-        }
+        span_t t = a[0];
+        a[0] = a[end];
+        a[end] = t;
+        spans_sift_down(a, 0, end);
     }
 }
 
