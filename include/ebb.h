@@ -130,7 +130,7 @@ EBB_API int ebb_mallopt(int param, int value);
  * ------------------------------------------------------------------------- */
 
 /* The layout of struct ebb_stats. A later version only appends fields. */
-#define EBB_STATS_VERSION 1
+#define EBB_STATS_VERSION 2
 
 struct ebb_stats {
     /* In: EBB_STATS_VERSION as the caller was compiled. Out: the version ebb
@@ -186,6 +186,11 @@ struct ebb_stats {
     uint64_t debug_trace_raw_bytes;   /* the same traces as raw 8-byte frames,
                                          once per allocation or free recorded */
     uint64_t debug_traces;            /* traces recorded (before deduplication) */
+
+    /* Version 2. Debug mode: blocks of 16 KiB to 128 KiB out of the
+     * quarantine, kept resident for reuse (counted as live, like the
+     * quarantine; bounded by a quarter of EBB_DEBUG_QUARANTINE). */
+    uint64_t debug_reuse_bytes;
 };
 
 /* Fill *stats. The caller sets stats->version = EBB_STATS_VERSION first.

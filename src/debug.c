@@ -43,6 +43,7 @@ static struct {
 } cfg;
 
 static void patterns_init(void);
+static void reuse_init(void);
 
 static __thread bool in_debug; /* a trace capture that allocates must not recurse */
 /* The canonical frame address of the outermost debug_* function on this
@@ -80,6 +81,7 @@ void debug_init(void)
     cfg.depth = (int)option_get(OPT_DEBUG_TRACE_DEPTH);
     cfg.quarantine_max = (size_t)option_get(OPT_DEBUG_QUARANTINE);
     patterns_init();
+    reuse_init();
     /* Traces start at the caller of these. */
     const void *entries[] = {
         (const void *)ebb_malloc, (const void *)ebb_free, (const void *)ebb_calloc,
@@ -333,6 +335,229 @@ static size_t block_bytes(debug_header_t *h)
     return alloc_usable_size(h);
 }
 
+/* This thread's shard (of the quarantine and of the reuse cache). */
+static unsigned own_shard(void)
+{
+    if (tls_shard == 0)
+        tls_shard = atomic_fetch_add_explicit(&q_next_shard, 1, memory_order_relaxed) %
+                        QUARANTINE_SHARDS + 1;
+    return tls_shard - 1;
+}
+
+/* ---------------------------------------------------------------------------
+ * The reuse cache. A block of at least four OS pages in a small page (16 KiB
+ * to SMALL_MAX) that leaves the quarantine is not released at once: it waits
+ * here, still resident, in the shard of the thread that took it out, and that
+ * thread's next malloc of its size class takes it back, newest first. A block
+ * that waited EBB_PURGE_DELAY, or that the byte bound pushes out (oldest
+ * first), has its inner OS pages purged and is released.
+ *
+ * Why: a released block lies free inside a page that its neighbours (live or
+ * quarantined) keep in use, where no purge pass reaches it. So blocks used to
+ * be purged as they left the quarantine, and the next malloc of their size
+ * faulted the pages in again: 7.6 page faults per malloc/free pair of random
+ * 1..64 KiB sizes, 34 us a pair. Releasing them unpurged instead left up to
+ * twice the quarantine resident in the FastMM scenario (8 threads x
+ * malloc(1..70,000)): free blocks spread over every thread's pages of every
+ * size class.
+ *
+ * Bound: reuse_max bytes (a quarter of the quarantine bound) in all shards
+ * together. Whatever thread put them there, and whether or not it runs again,
+ * the purge pass purges and releases them between one and two purge delays
+ * after they came (debug_reuse_decay, one more source of the pass's work:
+ * purge.c's wake-up protocol covers it, the bytes being recorded before
+ * purge_wake). malloc_trim and ebb_collect(true) flush them all. With
+ * EBB_PURGE_DELAY=0 nothing is cached: blocks are purged and released at
+ * once; with -1, the bound alone pushes them out.
+ *
+ * Large and huge blocks are released as they are: their slices or mapping
+ * follow the usual delayed purge.
+ * ------------------------------------------------------------------------- */
+typedef struct reuse_link_s { /* in a cached block, just after its header */
+    debug_header_t *newer, *older;
+    uint64_t since_ms;
+} reuse_link_t;
+
+typedef struct reuse_shard_s {
+    lock_t lock; /* everything below */
+    size_t bytes;
+    debug_header_t *newest[CLASS_COUNT], *oldest[CLASS_COUNT];
+} reuse_shard_t;
+
+static reuse_shard_t reuse_shards[QUARANTINE_SHARDS];
+static atomic_size_t reuse_bytes;          /* in all shards */
+static unsigned reuse_class_min = CLASS_COUNT; /* the first class cached; set by reuse_init */
+static size_t reuse_max;
+static uint64_t reuse_delay_ms;           /* UINT64_MAX: no purge delay (EBB_PURGE_DELAY=-1) */
+
+static void reuse_init(void)
+{
+    long delay = option_get(OPT_PURGE_DELAY);
+    if (delay == 0)
+        return; /* purge at once: nothing is kept */
+    reuse_delay_ms = delay < 0 ? UINT64_MAX : (uint64_t)delay;
+    reuse_max = cfg.quarantine_max / 4;
+    size_t min_bytes = 4 * os_info.page_size;
+    reuse_class_min = min_bytes <= SMALL_MAX ? size_class(min_bytes) : CLASS_COUNT;
+}
+
+static reuse_link_t *reuse_link(debug_header_t *h)
+{
+    return (reuse_link_t *)(h + 1);
+}
+
+/* Purge a block's inner OS pages (its first word stays: it becomes the free
+ * list link) and release it. */
+static void purge_and_release(debug_header_t *h)
+{
+    size_t ps = os_info.page_size, bytes = block_bytes(h);
+    uintptr_t from = ((uintptr_t)h + sizeof(uintptr_t) + ps - 1) & ~(uintptr_t)(ps - 1);
+    uintptr_t to = ((uintptr_t)h + bytes) & ~(uintptr_t)(ps - 1);
+    if (to > from)
+        os_purge((void *)from, to - from);
+    release_block(h);
+}
+
+/* Under the shard's lock: take h out of its class list. */
+static void reuse_unlink(reuse_shard_t *r, debug_header_t *h, unsigned cls)
+{
+    reuse_link_t *l = reuse_link(h);
+    if (l->newer)
+        reuse_link(l->newer)->older = l->older;
+    else
+        r->newest[cls] = l->older;
+    if (l->older)
+        reuse_link(l->older)->newer = l->newer;
+    else
+        r->oldest[cls] = l->newer;
+    r->bytes -= class_block_size[cls];
+    atomic_fetch_sub_explicit(&reuse_bytes, class_block_size[cls], memory_order_relaxed);
+}
+
+/* Under the shard's lock: unlink and return its oldest block if it was cached
+ * at or before `cutoff_ms`, else NULL. */
+static debug_header_t *reuse_take_oldest(reuse_shard_t *r, uint64_t cutoff_ms)
+{
+    debug_header_t *best = NULL;
+    unsigned best_cls = 0;
+    for (unsigned cls = reuse_class_min; cls < CLASS_COUNT; cls++) {
+        debug_header_t *h = r->oldest[cls];
+        if (h && reuse_link(h)->since_ms <= cutoff_ms &&
+            (best == NULL || reuse_link(h)->since_ms < reuse_link(best)->since_ms)) {
+            best = h;
+            best_cls = cls;
+        }
+    }
+    if (best)
+        reuse_unlink(r, best, best_cls);
+    return best;
+}
+
+/* Purge and release the blocks of shard r cached at or before `cutoff_ms`,
+ * oldest first, until `need` bytes are out (SIZE_MAX: all of them). */
+static void reuse_evict(reuse_shard_t *r, uint64_t cutoff_ms, size_t need)
+{
+    size_t got = 0;
+    while (got < need) {
+        lock_acquire(&r->lock);
+        debug_header_t *h = r->bytes ? reuse_take_oldest(r, cutoff_ms) : NULL;
+        lock_release(&r->lock);
+        if (h == NULL)
+            break;
+        got += block_bytes(h);
+        purge_and_release(h);
+    }
+}
+
+/* A block leaving the quarantine: into the reuse cache if it is of a cached
+ * class, else released (purged first if it has inner pages: EBB_PURGE_DELAY=0). */
+static void reuse_or_release(debug_header_t *h)
+{
+    segment_t *seg = ptr_segment(h);
+    page_t *page = seg->kind == SEGMENT_NORMAL ? segment_page_of(seg, h) : NULL;
+    if (page == NULL || page->kind != PAGE_SMALL || block_bytes(h) < 4 * os_info.page_size) {
+        release_block(h);
+        return;
+    }
+    unsigned cls = page->class_idx;
+    if (cls < reuse_class_min) {
+        purge_and_release(h);
+        return;
+    }
+    unsigned own = own_shard();
+    reuse_shard_t *r = &reuse_shards[own];
+    uint64_t now = os_now_ms();
+    reuse_link_t *l = reuse_link(h);
+    l->since_ms = now;
+    l->newer = NULL;
+    lock_acquire(&r->lock);
+    l->older = r->newest[cls];
+    if (l->older)
+        reuse_link(l->older)->newer = h;
+    else
+        r->oldest[cls] = h;
+    r->newest[cls] = h;
+    r->bytes += class_block_size[cls];
+    lock_release(&r->lock);
+    /* Recorded (seq_cst), then the scavenger woken: its protocol (purge.c). */
+    size_t total = atomic_fetch_add(&reuse_bytes, class_block_size[cls]) + class_block_size[cls];
+    purge_wake();
+    if (total <= reuse_max)
+        return;
+    /* Over the bound: the oldest go, this thread's first. */
+    for (unsigned k = 0; k < QUARANTINE_SHARDS; k++) {
+        size_t held = atomic_load_explicit(&reuse_bytes, memory_order_relaxed);
+        if (held <= reuse_max)
+            break;
+        reuse_evict(&reuse_shards[(own + k) % QUARANTINE_SHARDS], UINT64_MAX, held - reuse_max);
+    }
+}
+
+/* malloc: a cached block of class cls from this thread's shard, or NULL. */
+static debug_header_t *reuse_pop(unsigned cls)
+{
+    unsigned own = own_shard();
+    reuse_shard_t *r = &reuse_shards[own];
+    lock_acquire(&r->lock);
+    debug_header_t *h = r->newest[cls];
+    if (h)
+        reuse_unlink(r, h, cls);
+    lock_release(&r->lock);
+    return h;
+}
+
+static void reuse_flush(void)
+{
+    for (unsigned k = 0; k < QUARANTINE_SHARDS; k++)
+        reuse_evict(&reuse_shards[k], UINT64_MAX, SIZE_MAX);
+}
+
+/* A purge pass (purge.c): the blocks that waited a purge delay go (with
+ * `force`, all of them). True while some remain for a later pass. */
+bool debug_reuse_decay(uint64_t now_ms, bool force)
+{
+    if (atomic_load(&reuse_bytes) == 0)
+        return false;
+    uint64_t cutoff = force ? UINT64_MAX
+                      : reuse_delay_ms == UINT64_MAX || now_ms < reuse_delay_ms ? 0
+                                                                                : now_ms - reuse_delay_ms;
+    for (unsigned k = 0; k < QUARANTINE_SHARDS; k++)
+        reuse_evict(&reuse_shards[k], cutoff, SIZE_MAX);
+    return atomic_load(&reuse_bytes) != 0;
+}
+
+/* The purge pass's re-check (purge.c, the wake-up protocol): seq_cst, as
+ * the count's increments. */
+bool debug_reuse_pending(void)
+{
+    return atomic_load(&reuse_bytes) != 0;
+}
+
+size_t debug_reuse_bytes(void)
+{
+    return atomic_load_explicit(&reuse_bytes, memory_order_relaxed);
+}
+
 static void leave_quarantine(debug_header_t *h)
 {
     const uint8_t *bad = find_changed(user_of(h), h->size, cfg.fill_free);
@@ -347,19 +572,7 @@ static void leave_quarantine(debug_header_t *h)
         report_overflow(h, bad, "found when it left the quarantine");
     }
     h->magic = 0;
-    /* Its pages go back now, as any free memory would (the quarantine kept
-     * them resident, filled): the whole OS pages inside a block of 16 KiB or
-     * more; the first word stays, it becomes the free-list link. (Purging
-     * them when the block enters the quarantine instead was measured slower,
-     * 2x on the FastMM scenario, for no lower peak.) */
-    size_t ps = os_info.page_size, bytes = block_bytes(h);
-    if (bytes >= 4 * ps) {
-        uintptr_t from = ((uintptr_t)h + sizeof(uintptr_t) + ps - 1) & ~(uintptr_t)(ps - 1);
-        uintptr_t to = ((uintptr_t)h + bytes) & ~(uintptr_t)(ps - 1);
-        if (to > from)
-            os_purge((void *)from, to - from);
-    }
-    release_block(h);
+    reuse_or_release(h);
 }
 
 static void leave_quarantine_all(debug_header_t *list)
@@ -398,10 +611,7 @@ static void quarantine_push(debug_header_t *h)
         leave_quarantine(h);
         return;
     }
-    if (tls_shard == 0)
-        tls_shard = atomic_fetch_add_explicit(&q_next_shard, 1, memory_order_relaxed) %
-                        QUARANTINE_SHARDS + 1;
-    unsigned own = tls_shard - 1;
+    unsigned own = own_shard();
     quarantine_shard_t *q = &shards[own];
     lock_acquire(&q->lock);
     h->qnext = NULL;
@@ -433,6 +643,7 @@ void debug_quarantine_flush(void)
         atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
         leave_quarantine_all(out);
     }
+    reuse_flush();
 }
 
 size_t debug_quarantine_bytes(void)
@@ -488,10 +699,15 @@ static void *alloc_impl(size_t size, size_t alignment, bool zero)
         errno = ENOMEM;
         return NULL;
     }
-    debug_header_t *h = alloc_generic_in(heap, total, alignment, false);
-    if (h == NULL)
-        return NULL; /* errno set */
-    free_list_check(h);
+    debug_header_t *h = NULL;
+    if (alignment == MIN_ALIGN && total <= SMALL_MAX && size_class(total) >= reuse_class_min)
+        h = reuse_pop(size_class(total));
+    if (h == NULL) {
+        h = alloc_generic_in(heap, total, alignment, false);
+        if (h == NULL)
+            return NULL; /* errno set */
+        free_list_check(h);
+    }
     h->size = size;
     h->offset = (uint32_t)offset;
     h->alloc_trace = capture();
@@ -872,6 +1088,8 @@ void debug_fork_lock(void)
 {
     for (unsigned k = 0; k < QUARANTINE_SHARDS; k++)
         lock_acquire(&shards[k].lock);
+    for (unsigned k = 0; k < QUARANTINE_SHARDS; k++)
+        lock_acquire(&reuse_shards[k].lock);
     lock_acquire(&context_lock);
     lock_acquire(&report_lock);
     trace_fork_lock();
@@ -882,6 +1100,8 @@ void debug_fork_unlock(void)
     trace_fork_unlock();
     lock_release(&report_lock);
     lock_release(&context_lock);
+    for (unsigned k = QUARANTINE_SHARDS; k-- > 0;)
+        lock_release(&reuse_shards[k].lock);
     for (unsigned k = QUARANTINE_SHARDS; k-- > 0;)
         lock_release(&shards[k].lock);
 }

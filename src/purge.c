@@ -12,7 +12,9 @@
  *      standby (segment.c);
  *   4. abandoned segments: collect what other threads freed into them (segment.c);
  *   5. idle heaps with remote frees: free the pages whose blocks all came back
- *      while their owner slept (heap.c, page.c).
+ *      while their owner slept (heap.c, page.c);
+ *   6. in debug mode, the reuse cache: purge and release the blocks that
+ *      waited a delay (debug.c; first in the pass, so that 5 finds them).
  * Passes run one at a time (pass_lock) and, while anything is pending, one
  * purge delay apart; so a slice is purged between one and two delays after it
  * was freed. With no pending work the scavenger sleeps on a condition variable
@@ -221,7 +223,8 @@ static bool purge_pending(void)
     bool listed = purge_first != NULL;
     lock_release(&purge_lock);
     return listed || huge_cache_pending() || segment_cache_pending() ||
-           segment_abandoned_pending() || heap_scavenge_pending();
+           segment_abandoned_pending() || heap_scavenge_pending() ||
+           (debug_enabled && debug_reuse_pending());
 }
 
 /* One pass; the caller holds pass_lock. True if work remains for later. */
@@ -231,7 +234,10 @@ static bool purge_pass_locked(bool force)
     uint64_t now = os_now_ms();
     long delay = purge_delay_ms();
     bool pending = false;
-    /* Idle heaps first: the pages they give up join the segments below. */
+    /* Debug mode's reuse cache first: its blocks go back to their pages. */
+    if (debug_enabled)
+        pending |= debug_reuse_decay(now, force);
+    /* Idle heaps next: the pages they give up join the segments below. */
     heap_scavenge(now, delay > 0 ? (uint64_t)delay : 0, force);
     segment_abandoned_collect(force);
     if (delay >= 0 || force)

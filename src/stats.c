@@ -10,6 +10,7 @@
  * field is read once and clamped into its valid range. Nothing here allocates.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "debug.h"
@@ -208,6 +209,7 @@ static void stats_fill(struct ebb_stats *st, struct ebb_heap_summary *sum)
         size_t stored, raw, traces;
         trace_registry_counts(&stored, &raw, &traces);
         st->debug_quarantine_bytes = debug_quarantine_bytes();
+        st->debug_reuse_bytes = debug_reuse_bytes();
         st->debug_trace_bytes = stored;
         st->debug_trace_raw_bytes = raw;
         st->debug_traces = traces;
@@ -225,8 +227,10 @@ EBB_API int ebb_stats_get(struct ebb_stats *stats)
     struct ebb_heap_summary sum;
     stats_fill(&st, &sum);
     st.version = version;
-    st.size = sizeof st; /* version 1 is the whole struct */
-    memcpy(stats, &st, sizeof st);
+    /* Only the fields of the caller's version: its struct may be shorter. */
+    st.size = version >= 2 ? (uint32_t)sizeof st
+                           : (uint32_t)offsetof(struct ebb_stats, debug_reuse_bytes);
+    memcpy(stats, &st, st.size);
     return 0;
 }
 
@@ -366,6 +370,7 @@ static void stats_report(int fd, const char *when)
     line_count(&t, "scavenger_wakeups", st.scavenger_wakeups);
     if (st.debug_mode) {
         line_bytes(&t, "debug_quarantine_bytes", st.debug_quarantine_bytes);
+        line_bytes(&t, "debug_reuse_bytes", st.debug_reuse_bytes);
         line_bytes(&t, "debug_trace_bytes", st.debug_trace_bytes);
         line_bytes(&t, "debug_trace_raw_bytes", st.debug_trace_raw_bytes);
         line_count(&t, "debug_traces", st.debug_traces);

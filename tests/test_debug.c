@@ -10,6 +10,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/resource.h>
 
 #include "ebb.h"
 
@@ -162,6 +163,92 @@ static void quarantine_is_bounded_counted_and_trimmed(void)
           "malloc_trim, %ld KiB while live", rss_after / 1024, rss_live / 1024);
 }
 
+static long minor_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+/* Blocks of 16 KiB and more that leave the quarantine wait, resident, in the
+ * reuse cache, and the next malloc of their size takes them back: a
+ * malloc/free loop of 32 KiB blocks does not fault their pages in again.
+ * (Purging every such block as it left the quarantine cost about 8 page
+ * faults per pair, one per OS page.) */
+static void blocks_out_of_quarantine_are_reused_without_faults(void)
+{
+    enum { SIZE = 32 * 1024, WARM = 2000, PAIRS = 2000 };
+    for (int i = 0; i < WARM; i++) {
+        void *p = malloc(SIZE);
+        REQUIRE(p != NULL, "malloc failed");
+        memset(p, 1, SIZE);
+        free(p);
+    }
+    long before = minor_faults();
+    for (int i = 0; i < PAIRS; i++) {
+        void *p = malloc(SIZE);
+        REQUIRE(p != NULL, "malloc failed");
+        memset(p, 1, SIZE);
+        free(p);
+    }
+    long faults = minor_faults() - before;
+    printf("    info: %d malloc/memset/free pairs of %d bytes: %ld minor page faults\n", PAIRS,
+           SIZE, faults);
+    CHECK(faults < PAIRS / 10, "%ld page faults over %d pairs: blocks out of the quarantine are "
+          "not reused resident", faults, PAIRS);
+}
+
+/* The reuse cache holds at most a quarter of the quarantine's bound, counted
+ * in the snapshot; what it holds goes back to the OS (purged, released) a
+ * purge delay or two later without any further call, and malloc_trim empties
+ * it at once. */
+static void reuse_cache_is_bounded_and_drains_by_itself(void)
+{
+    long bound = env_byte("EBB_DEBUG_QUARANTINE", 16 << 20) / 4;
+    enum { N = 2000, SIZE = 32 * 1024 };
+    static void *p[N];
+    for (int i = 0; i < N; i++) {
+        p[i] = malloc(SIZE);
+        REQUIRE(p[i] != NULL, "malloc failed");
+        memset(p[i], 1, SIZE);
+    }
+    long rss_live = check_anon_rss();
+    uint64_t most = 0;
+    for (int i = 0; i < N; i++) {
+        free(p[i]);
+        uint64_t held = stats().debug_reuse_bytes;
+        most = held > most ? held : most;
+    }
+    CHECK(most > 0 && most <= (uint64_t)bound,
+          "the reuse cache held up to %llu bytes while 62.5 MiB were freed; expected some, at "
+          "most %ld", (unsigned long long)most, bound);
+    /* Drained by the purge pass alone: the deadline is two purge delays and
+     * a second for a loaded machine. */
+    double deadline = check_now() + 2 * env_byte("EBB_PURGE_DELAY", 50) / 1000.0 + 1.0;
+    uint64_t held;
+    while ((held = stats().debug_reuse_bytes) != 0 && check_now() < deadline) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    long rss_drained = check_anon_rss();
+    printf("    info: reuse cache at most %llu bytes (bound %ld); %llu left after the wait; RSS "
+           "%ld KiB live, %ld KiB after\n", (unsigned long long)most, bound,
+           (unsigned long long)held, rss_live / 1024, rss_drained / 1024);
+    CHECK(held == 0, "the reuse cache still holds %llu bytes after two purge delays",
+          (unsigned long long)held);
+    CHECK(rss_drained < rss_live / 2, "RSS %ld KiB after the reuse cache drained, %ld KiB "
+          "while live: only the quarantine should stay", rss_drained / 1024, rss_live / 1024);
+    void *q = malloc(SIZE); /* through the quarantine into the cache again */
+    for (int i = 0; i < 1000; i++) {
+        free(q);
+        q = malloc(SIZE);
+    }
+    free(q);
+    malloc_trim(0);
+    CHECK(stats().debug_reuse_bytes == 0, "malloc_trim(0) empties the reuse cache: %llu bytes "
+          "left", (unsigned long long)stats().debug_reuse_bytes);
+}
+
 /* A call site allocating many times is stored once. */
 __attribute__((noinline)) static void *one_site(size_t n)
 {
@@ -282,6 +369,8 @@ int main(void)
     RUN_CASE(realloc_moves_and_keeps_the_contents);
     RUN_CASE(every_alignment_up_to_1_mib);
     RUN_CASE(quarantine_is_bounded_counted_and_trimmed);
+    RUN_CASE(blocks_out_of_quarantine_are_reused_without_faults);
+    RUN_CASE(reuse_cache_is_bounded_and_drains_by_itself);
     RUN_CASE(traces_are_stored_once_per_distinct_stack);
     RUN_CASE(threads_allocate_and_free_across_each_other);
     RUN_CASE(verify_finds_nothing_in_a_sound_heap);
