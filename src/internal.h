@@ -144,6 +144,10 @@
  *      segment region is unmapped after EBB_UNMAP_DELAY.
  *   6. The huge cache: <= HUGE_CACHE_MAX mappings and HUGE_CACHE_MAX_BYTES,
  *      purged after one purge delay, unmapped after EBB_UNMAP_DELAY.
+ *   7. Debug mode only: the quarantine (EBB_DEBUG_QUARANTINE bytes, held until
+ *      later frees push its blocks out or malloc_trim), and the reuse cache of
+ *      16..128 KiB blocks out of it (a quarter of that bound; purged and
+ *      released between one and two purge delays after they came, debug.c).
  * So an idle process holds, beyond its live blocks, at most: page headers,
  * SEGMENT_STANDBY header pages, and nothing else once EBB_UNMAP_DELAY passed.
  * ------------------------------------------------------------------------- */

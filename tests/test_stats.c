@@ -10,6 +10,8 @@
  */
 #include "check.h"
 
+#include <stddef.h>
+
 #include <pthread.h>
 #include <stdbool.h>
 
@@ -250,6 +252,17 @@ static void bad_arguments_get_einval(void)
     later.version = EBB_STATS_VERSION + 5;
     CHECK(ebb_stats_get(&later) == 0 && later.version == EBB_STATS_VERSION,
           "a later version asks for what exists: version %u", later.version);
+    /* A caller built against version 1 gets version 1's fields and not one
+     * byte more (its struct ends where version 2's fields begin). */
+    struct ebb_stats v1;
+    memset(&v1, 0x77, sizeof v1);
+    v1.version = 1;
+    size_t v1_size = offsetof(struct ebb_stats, debug_reuse_bytes);
+    CHECK(ebb_stats_get(&v1) == 0 && v1.version == 1 && v1.size == v1_size,
+          "version 1: version %u size %u, expected 1 and %zu", v1.version, v1.size, v1_size);
+    const unsigned char *tail = (const unsigned char *)&v1 + v1_size;
+    for (size_t i = 0; i < sizeof v1 - v1_size; i++)
+        CHECK(tail[i] == 0x77, "version 1: byte %zu past its struct was written", v1_size + i);
 }
 
 /* live_bytes counts size-class-rounded blocks: malloc_usable_size of each. */
