@@ -85,6 +85,12 @@ __attribute__((constructor)) static void process_init_at_load(void)
  * ------------------------------------------------------------------------- */
 #define HEAP_CHUNK_SIZE ((size_t)64 * 1024)
 
+/* Heaps are carved from chunks of HEAP_CHUNK_SIZE one at a time, as threads
+ * first need them, so a process with few threads touches a page or two of its
+ * chunk, not all of it (writing every heap's links at once kept 64 KiB
+ * resident in a one-thread program after it went idle). Under heap_pool_lock. */
+static uint8_t *heap_chunk_next, *heap_chunk_end;
+
 /* Under heap_pool_lock, so that threads starting together map one chunk,
  * not one each. */
 static heap_t *heap_pool_take(void)
@@ -93,27 +99,22 @@ static heap_t *heap_pool_take(void)
     heap_t *heap = heap_pool_free;
     if (heap) {
         heap_pool_free = heap->pool_next;
-        heap->in_use = true;
-        lock_release(&heap_pool_lock);
-        return heap;
-    }
-    uint8_t *chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
-    if (chunk == NULL && segment_cache_release())
-        chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
-    if (chunk == NULL) {
-        lock_release(&heap_pool_lock);
-        return NULL;
-    }
-    size_t n = HEAP_CHUNK_SIZE / sizeof(heap_t);
-    heap = (heap_t *)chunk;
-    for (size_t i = 0; i < n; i++) {
-        heap_t *h = &heap[i];
-        h->all_next = heap_all;
-        heap_all = h;
-        if (i > 0) {
-            h->pool_next = heap_pool_free;
-            heap_pool_free = h;
+    } else {
+        if ((size_t)(heap_chunk_end - heap_chunk_next) < sizeof(heap_t)) {
+            uint8_t *chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
+            if (chunk == NULL && segment_cache_release())
+                chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
+            if (chunk == NULL) {
+                lock_release(&heap_pool_lock);
+                return NULL;
+            }
+            heap_chunk_next = chunk;
+            heap_chunk_end = chunk + HEAP_CHUNK_SIZE;
         }
+        heap = (heap_t *)heap_chunk_next;
+        heap_chunk_next += sizeof(heap_t);
+        heap->all_next = heap_all;
+        heap_all = heap;
     }
     heap->in_use = true;
     lock_release(&heap_pool_lock);
