@@ -78,10 +78,11 @@
 #define DIRECT_MAX     1024
 #define DIRECT_SLOTS   (DIRECT_MAX / 16 + 1)
 
-/* A small page holds at least this many blocks (its run of slices grows with
- * the block size, up to PAGE_MAX_SLICES), so per-page overhead stays small. */
+/* A small page holds at least this many blocks of up to one slice (its run of
+ * slices grows with the block size), so per-page overhead stays small; a
+ * block above one slice has a page of its own (alloc.c, PAGE_SLICES). */
 #define PAGE_MIN_BLOCKS  8
-#define PAGE_MAX_SLICES  16
+#define PAGE_MAX_SLICES  8
 
 /* Requests above SMALL_MAX up to LARGE_MAX get a run of slices to themselves
  * (a one-block page); above LARGE_MAX they are huge mappings. Half a segment:
@@ -129,7 +130,7 @@
  *      between one and two purge delays (EBB_PURGE_DELAY) after the free,
  *      whichever thread freed and whether or not it ever runs again.
  *   2. One empty page per size class that a thread keeps for its next malloc
- *      (<= 64 KiB for blocks up to 8 KiB, up to 1 MiB for the largest classes;
+ *      (<= 64 KiB for blocks up to 8 KiB, up to 512 KiB for the largest classes;
  *      resident only as far as it was carved): taken back and purged once the
  *      thread has taken no slow path for a purge delay (heap.c, quiescing).
  *   3. Blocks other threads freed into a thread's pages: collected by the
