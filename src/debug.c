@@ -498,9 +498,11 @@ static void reuse_or_release(debug_header_t *h)
         r->oldest[cls] = h;
     r->newest[cls] = h;
     r->bytes += class_block_size[cls];
-    lock_release(&r->lock);
-    /* Recorded (seq_cst), then the scavenger woken: its protocol (purge.c). */
+    /* Counted under the lock, so that no eviction of h can subtract its bytes
+     * first; recorded (seq_cst) before the scavenger is woken: its protocol
+     * (purge.c). */
     size_t total = atomic_fetch_add(&reuse_bytes, class_block_size[cls]) + class_block_size[cls];
+    lock_release(&r->lock);
     purge_wake();
     if (total <= reuse_max)
         return;
