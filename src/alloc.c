@@ -87,14 +87,14 @@ static void *alloc_large(heap_t *heap, size_t size, size_t alignment, bool zero)
     return p;
 }
 
-/* Any size, any power-of-two alignment (<= MIN_ALIGN means none). Sets errno.
- * In debug mode every allocation comes here (debug.c says why). */
 /* Whatever the layout, size + alignment must stay addressable. */
 static bool alloc_size_impossible(size_t size, size_t alignment)
 {
     return size > PTRDIFF_MAX || alignment > PTRDIFF_MAX / 2 || size + alignment > PTRDIFF_MAX;
 }
 
+/* Any size, any power-of-two alignment (<= MIN_ALIGN means none). Sets errno.
+ * In debug mode every allocation comes here (debug.c says why). */
 static void *alloc_generic(size_t size, size_t alignment, bool zero)
 {
     /* Checked here too so an impossible request fails before any OS call

@@ -303,8 +303,8 @@ static void release_block(void *block)
 /* ---------------------------------------------------------------------------
  * The quarantine: freed blocks wait in FIFO order, bounded in bytes (of their
  * underlying blocks) in total. A block leaving it is checked (its free fill
- * intact, its canary intact) and released; its pages then follow the usual
- * purge.
+ * intact, its canary intact), then kept in the reuse cache (below) or
+ * released.
  *
  * It is split in QUARANTINE_SHARDS FIFOs, one per thread (threads beyond the
  * count share): a thread frees into its own FIFO and, while the total is over
@@ -384,6 +384,10 @@ typedef struct reuse_shard_s {
     debug_header_t *newest[CLASS_COUNT], *oldest[CLASS_COUNT];
 } reuse_shard_t;
 
+/* Blocks of at least this many OS pages are cached (smaller ones have no inner
+ * page worth purging: they are released as they are). */
+#define REUSE_MIN_PAGES 4
+
 static reuse_shard_t reuse_shards[QUARANTINE_SHARDS];
 static atomic_size_t reuse_bytes;          /* in all shards */
 static unsigned reuse_class_min = CLASS_COUNT; /* the first class cached; set by reuse_init */
@@ -397,7 +401,7 @@ static void reuse_init(void)
         return; /* purge at once: nothing is kept */
     reuse_delay_ms = delay < 0 ? UINT64_MAX : (uint64_t)delay;
     reuse_max = cfg.quarantine_max / 4;
-    size_t min_bytes = 4 * os_info.page_size;
+    size_t min_bytes = REUSE_MIN_PAGES * os_info.page_size;
     reuse_class_min = min_bytes <= SMALL_MAX ? size_class(min_bytes) : CLASS_COUNT;
 }
 
@@ -475,7 +479,7 @@ static void reuse_or_release(debug_header_t *h)
 {
     segment_t *seg = ptr_segment(h);
     page_t *page = seg->kind == SEGMENT_NORMAL ? segment_page_of(seg, h) : NULL;
-    if (page == NULL || page->kind != PAGE_SMALL || block_bytes(h) < 4 * os_info.page_size) {
+    if (page == NULL || page->kind != PAGE_SMALL || block_bytes(h) < REUSE_MIN_PAGES * os_info.page_size) {
         release_block(h);
         return;
     }
@@ -702,8 +706,11 @@ static void *alloc_impl(size_t size, size_t alignment, bool zero)
         return NULL;
     }
     debug_header_t *h = NULL;
-    if (alignment == MIN_ALIGN && total <= SMALL_MAX && size_class(total) >= reuse_class_min)
-        h = reuse_pop(size_class(total));
+    if (alignment == MIN_ALIGN && total <= SMALL_MAX) {
+        unsigned cls = size_class(total);
+        if (cls >= reuse_class_min)
+            h = reuse_pop(cls);
+    }
     if (h == NULL) {
         h = alloc_generic_in(heap, total, alignment, false);
         if (h == NULL)

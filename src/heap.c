@@ -128,13 +128,19 @@ static void heap_pool_put_locked(heap_t *heap)
     heap_pool_free = heap;
 }
 
-/* Forget every page and segment (they have been freed or abandoned). */
-static void heap_reset(heap_t *heap, uintptr_t thread_id)
+/* Point every fast-path slot at the empty page (its malloc takes the slow path). */
+static void heap_direct_clear(heap_t *heap)
 {
     for (size_t i = 0; i < DIRECT_SLOTS; i++)
         atomic_store_explicit(&heap->direct[i], &page_empty, memory_order_relaxed);
     for (size_t i = 0; i < CLASS_COUNT; i++)
         atomic_store_explicit(&heap->direct_class[i], &page_empty, memory_order_relaxed);
+}
+
+/* Forget every page and segment (they have been freed or abandoned). */
+static void heap_reset(heap_t *heap, uintptr_t thread_id)
+{
+    heap_direct_clear(heap);
     memset(heap->queues, 0, sizeof heap->queues);
     memset(&heap->full, 0, sizeof heap->full);
     memset(heap->retained, 0, sizeof heap->retained);
@@ -283,10 +289,7 @@ static bool heap_quiesce(heap_t *h)
     if (!quiesce_ready || h->busy == NULL)
         return false;
     atomic_store_explicit(&h->revoked, 1, memory_order_relaxed);
-    for (size_t i = 0; i < DIRECT_SLOTS; i++)
-        atomic_store_explicit(&h->direct[i], &page_empty, memory_order_relaxed);
-    for (size_t i = 0; i < CLASS_COUNT; i++)
-        atomic_store_explicit(&h->direct_class[i], &page_empty, memory_order_relaxed);
+    heap_direct_clear(h);
     for (segment_t *seg = h->segments; seg; seg = seg->next)
         atomic_store_explicit(&seg->thread_id, THREAD_ID_QUIESCED, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);

@@ -258,7 +258,7 @@ bool segment_cache_pending(void)
     lock_acquire(&cache_lock);
     bool pending = cache_count > SEGMENT_STANDBY || overflow_first != NULL;
     lock_release(&cache_lock);
-    return pending | (segment_spare_bytes() > 0);
+    return pending || segment_spare_bytes() > 0;
 }
 
 bool segment_cache_decay(uint64_t now_ms, bool force)
