@@ -268,7 +268,9 @@ typedef struct cfa_row_s {
     int64_t rbp_off, ra_off;
 } cfa_row_t;
 
-static uint64_t read_uleb(const uint8_t **p, const uint8_t *end)
+/* An unsigned LEB128 number (the registry's varints are the same); *bits: how
+ * many bits its bytes carried. */
+static uint64_t read_leb(const uint8_t **p, const uint8_t *end, unsigned *bits)
 {
     uint64_t v = 0;
     unsigned shift = 0;
@@ -280,24 +282,23 @@ static uint64_t read_uleb(const uint8_t **p, const uint8_t *end)
         if (!(b & 0x80))
             break;
     }
+    *bits = shift;
     return v;
 }
 
+static uint64_t read_uleb(const uint8_t **p, const uint8_t *end)
+{
+    unsigned bits;
+    return read_leb(p, end, &bits);
+}
+
+/* A signed LEB128 number: the last byte's top bit (0x40) is the sign. */
 static int64_t read_sleb(const uint8_t **p, const uint8_t *end)
 {
-    uint64_t v = 0;
-    unsigned shift = 0;
-    uint8_t b = 0;
-    while (*p < end) {
-        b = *(*p)++;
-        if (shift < 64)
-            v |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80))
-            break;
-    }
-    if (shift < 64 && (b & 0x40))
-        v |= ~(uint64_t)0 << shift;
+    unsigned bits;
+    uint64_t v = read_leb(p, end, &bits);
+    if (bits > 0 && bits < 64 && ((v >> (bits - 1)) & 1))
+        v |= ~(uint64_t)0 << bits;
     return (int64_t)v;
 }
 
@@ -704,19 +705,11 @@ static size_t encode(const uintptr_t *pcs, int n, uint8_t *out)
 
 static int decode(const uint8_t *code, size_t len, int depth, uintptr_t *pcs, int max)
 {
-    size_t at = 0;
+    const uint8_t *at = code, *end = code + len;
     uintptr_t prev = 0;
     int n = 0;
-    while (n < depth && n < max && at < len) {
-        uint64_t z = 0;
-        unsigned shift = 0;
-        while (at < len) {
-            uint8_t byte = code[at++];
-            z |= (uint64_t)(byte & 0x7f) << shift;
-            shift += 7;
-            if (!(byte & 0x80))
-                break;
-        }
+    while (n < depth && n < max && at < end) {
+        uint64_t z = read_uleb(&at, end);
         int64_t delta = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
         prev += (uintptr_t)delta;
         pcs[n++] = prev;
