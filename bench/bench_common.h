@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -215,6 +216,45 @@ static inline long maxrss_kb(void)
 	return ru.ru_maxrss;
 }
 
+/* Reads a small /proc file into buf (NUL-terminated); returns its length or -1.
+ * No stdio, no allocation. */
+static inline long proc_read(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf + len, size - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len == size - 1)
+			break;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return (long)len;
+}
+
+/* The number of KiB after `key` (which includes the leading "\n") in text;
+ * -1 if absent. */
+static inline long proc_kb(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+	if (p == NULL)
+		return -1;
+	p += strlen(key);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	long kb = 0;
+	while (*p >= '0' && *p <= '9')
+		kb = kb * 10 + (*p++ - '0');
+	return kb;
+}
+
 /* The anonymous RSS of this process in KiB (the "Anonymous:" line of
  * /proc/self/smaps_rollup: heap memory, without the program's and libraries'
  * file pages); -1 when it cannot be read. Safe to call from any thread at any
@@ -222,33 +262,43 @@ static inline long maxrss_kb(void)
 static inline long anon_rss_kb(void)
 {
 	char buf[4096];
-	int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
+	if (proc_read("/proc/self/smaps_rollup", buf, sizeof buf) <= 0)
+		return -1;
+	return proc_kb(buf, "\nAnonymous:");
+}
+
+/* The kernel's high-water mark of this process's resident set, restarted at
+ * its current value. A sampling thread misses peaks that last less than its
+ * period, and on a loaded machine it is starved exactly while the workers
+ * run; the kernel records the high-water mark before every munmap or
+ * MADV_DONTNEED, so it misses nothing. Returns false if the kernel refuses
+ * (before Linux 4.0). */
+static inline bool anon_hwm_reset(void)
+{
+	int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
-	size_t len = 0;
-	for (;;) {
-		ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		if (len == sizeof buf - 1)
-			break;
-	}
+		return false;
+	bool ok = write(fd, "5", 1) == 1;
 	close(fd);
-	buf[len] = '\0';
-	static const char key[] = "\nAnonymous:";
-	const char *p = strstr(buf, key);
-	if (p == NULL)
+	return ok;
+}
+
+/* The anonymous part of the high-water mark since anon_hwm_reset, in KiB:
+ * VmHWM minus the file and shared-memory pages resident now. File pages only
+ * grow during a run (libraries are loaded at start), so this is exact when
+ * the file pages did not change since the peak, and an underestimate by the
+ * file pages faulted in since otherwise. -1 if unreadable. */
+static inline long anon_hwm_kb(void)
+{
+	char buf[4096];
+	if (proc_read("/proc/self/status", buf, sizeof buf) <= 0)
 		return -1;
-	p += sizeof key - 1;
-	while (*p == ' ' || *p == '\t')
-		p++;
-	long kb = 0;
-	while (*p >= '0' && *p <= '9')
-		kb = kb * 10 + (*p++ - '0');
-	return kb;
+	long hwm = proc_kb(buf, "\nVmHWM:");
+	long file = proc_kb(buf, "\nRssFile:");
+	long shmem = proc_kb(buf, "\nRssShmem:");
+	if (hwm < 0 || file < 0 || shmem < 0)
+		return -1;
+	return hwm - file - shmem;
 }
 
 /* Prints the result line: the workload's name, its own fields (fmt, may be

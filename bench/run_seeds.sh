@@ -139,7 +139,8 @@ report() {
 	bench_machine
 	echo "- noise: $NOISE"
 	echo "- time: bench_seeds' CLOCK_MONOTONIC timing of the work (idle wait excluded);" \
-	     "RSS: \"Anonymous:\" of /proc/self/smaps_rollup, peak sampled every 5 ms"
+	     "RSS: \"Anonymous:\" of /proc/self/smaps_rollup; peak: the kernel's high-water" \
+	     "mark (VmHWM) less the file pages, or the largest 5 ms sample if higher"
 	echo "- allocators:"
 	alloc_describe
 	echo
