@@ -13,6 +13,11 @@
  * function set (its canonical frame address), and
  * any frame of an allocator entry point (malloc, free, ebb_malloc, ...),
  * recognised by its function's start address, with everything before it.
+ * libebb.so carries its own copy of libgcc's unwinder (-static-libgcc, in
+ * the Makefile), so that a process does not load libgcc_s for it. That copy
+ * finds FDEs through dl_iterate_phdr, in every module the loader knows; code
+ * registered at run time with __register_frame (some JITs) is known only to
+ * the process's libgcc_s, and a trace stops at its first such frame.
  *
  * The registry. A trace is stored once: its return addresses as deltas from
  * the previous one (the first from 0), zigzag-encoded and written as
