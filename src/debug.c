@@ -260,10 +260,45 @@ static void canary_write(debug_header_t *h)
     memset(user_of(h) + h->size, CANARY_BYTE, tail_len(h));
 }
 
-static const uint8_t *canary_broken(debug_header_t *h)
+/* tail: tail_len(h), which its callers need too. */
+static const uint8_t *canary_broken(debug_header_t *h, size_t tail)
 {
-    const uint8_t *bad = find_changed((uint8_t *)h + sizeof *h, h->offset - sizeof *h, CANARY_BYTE);
-    return bad ? bad : find_changed(user_of(h) + h->size, tail_len(h), CANARY_BYTE);
+    if (h->offset > sizeof *h) {
+        const uint8_t *bad =
+            find_changed((uint8_t *)h + sizeof *h, h->offset - sizeof *h, CANARY_BYTE);
+        if (bad)
+            return bad;
+    }
+    return find_changed(user_of(h) + h->size, tail, CANARY_BYTE);
+}
+
+/* A freed block's fill covers, in one run, what the canary and the user bytes
+ * covered: from the end of the header through the checked part of the tail.
+ * The canary was checked at free; after it, any write there is a write after
+ * free, so one fill and one check (at quarantine exit) serve both. */
+static uint8_t *freed_start(debug_header_t *h)
+{
+    return (uint8_t *)h + sizeof *h;
+}
+
+static size_t freed_len(debug_header_t *h, size_t tail)
+{
+    return h->offset - sizeof *h + h->size + tail;
+}
+
+/* The detail of a write-after-free report: where, from the user pointer. */
+static void describe_freed_write(text_t *t, debug_header_t *h, const uint8_t *bad, const char *found)
+{
+    text_add(t, "a write after free: the byte at offset ");
+    if (bad < user_of(h)) {
+        text_add(t, "-");
+        text_add_u64(t, (uint64_t)(user_of(h) - bad), 0);
+    } else {
+        text_add_u64(t, (uint64_t)(bad - user_of(h)), 0);
+    }
+    if (bad >= user_of(h) + h->size)
+        text_add(t, " (past the requested size)");
+    text_add(t, found);
 }
 
 static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *when)
@@ -302,8 +337,8 @@ static void release_block(void *block)
 
 /* ---------------------------------------------------------------------------
  * The quarantine: freed blocks wait in FIFO order, bounded in bytes (of their
- * underlying blocks) in total. A block leaving it is checked (its free fill
- * intact, its canary intact), then kept in the reuse cache (below) or
+ * underlying blocks) in total. A block leaving it is checked (its free fill,
+ * which covers the canary's bytes too, intact), then kept in the reuse cache (below) or
  * released.
  *
  * It is split in QUARANTINE_SHARDS FIFOs, one per thread (threads beyond the
@@ -566,16 +601,12 @@ size_t debug_reuse_bytes(void)
 
 static void leave_quarantine(debug_header_t *h)
 {
-    const uint8_t *bad = find_changed(user_of(h), h->size, cfg.fill_free);
+    const uint8_t *bad = find_changed(freed_start(h), freed_len(h, tail_len(h)), cfg.fill_free);
     if (bad) {
         text_t t;
         text_init(&t, -1);
-        text_add(&t, "a write after free: the byte at offset ");
-        text_add_u64(&t, (uint64_t)(bad - user_of(h)), 0);
-        text_add(&t, " changed while the block was in quarantine");
+        describe_freed_write(&t, h, bad, " changed while the block was in quarantine");
         report("heap-use-after-free", user_of(h), h, text_cstr(&t));
-    } else if ((bad = canary_broken(h)) != NULL) {
-        report_overflow(h, bad, "found when it left the quarantine");
     }
     h->magic = 0;
     reuse_or_release(h);
@@ -855,12 +886,13 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
             report("free with the wrong alignment", p, h, text_cstr(&t));
         }
     }
-    const uint8_t *bad = canary_broken(h);
+    size_t tail = tail_len(h);
+    const uint8_t *bad = canary_broken(h, tail);
     if (bad)
         report_overflow(h, bad, "found at free");
     h->free_trace = capture();
     h->magic = DEBUG_MAGIC_FREED ^ (uintptr_t)h;
-    fill(user_of(h), h->size, cfg.fill_free);
+    fill(freed_start(h), freed_len(h, tail), cfg.fill_free);
     quarantine_push(h);
 }
 
@@ -877,7 +909,7 @@ static void *realloc_impl(void *p, size_t size)
         free_impl(p, 0, 0, DEBUG_FREE_PLAIN);
         return NULL;
     }
-    const uint8_t *bad = canary_broken(h);
+    const uint8_t *bad = canary_broken(h, tail_len(h));
     if (bad)
         report_overflow(h, bad, "found at realloc");
     size_t alignment = h->align_log2 ? (size_t)1 << h->align_log2 : 0;
@@ -998,16 +1030,19 @@ static void verify_block(verify_t *v, debug_header_t *h)
         return;
     }
     if (freed) {
-        const uint8_t *bad = find_changed(user_of(h), h->size, cfg.fill_free);
+        const uint8_t *bad = find_changed(freed_start(h), freed_len(h, tail_len(h)), cfg.fill_free);
         if (bad) {
             v->problems++;
-            report("heap-use-after-free", user_of(h), h,
-                   "found by ebb_debug_verify: the freed block's fill changed while it was in "
-                   "quarantine");
-            return;
+            text_t t;
+            text_init(&t, -1);
+            describe_freed_write(&t, h, bad,
+                                 " changed while the block was in quarantine (found by "
+                                 "ebb_debug_verify)");
+            report("heap-use-after-free", user_of(h), h, text_cstr(&t));
         }
+        return;
     }
-    const uint8_t *bad = canary_broken(h);
+    const uint8_t *bad = canary_broken(h, tail_len(h));
     if (bad) {
         v->problems++;
         report_overflow(h, bad, "found by ebb_debug_verify");

@@ -76,6 +76,7 @@ expect overflow             "heap-buffer-overflow"                              
 expect header_write         "corrupted block header"                               allocate_victim
 expect use_after_free       "heap-use-after-free"                                  allocate_victim EBB_DEBUG_QUARANTINE=4096
 expect use_after_free_big   "heap-use-after-free"                                  allocate_victim EBB_DEBUG_QUARANTINE=200000
+expect use_after_free_tail  "heap-use-after-free"                                  allocate_victim EBB_DEBUG_QUARANTINE=4096
 expect realloc_freed        "realloc of a freed block"                             allocate_victim
 expect realloc_foreign      "realloc of a pointer ebb never returned (foreign)"    -
 expect free_list_write      "corrupted free list"                                  -
@@ -94,6 +95,9 @@ awk '/^  freed at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/df" | grep -q 
 { EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=4096 "$D/use_after_free" >/dev/null 2>"$TMP/uaf"; } 2>/dev/null
 grep -q "the byte at offset 5 changed while the block was in quarantine" "$TMP/uaf" ||
     fail "the use-after-free report should say which byte changed"
+{ EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=4096 "$D/use_after_free_tail" >/dev/null 2>"$TMP/uaftail"; } 2>/dev/null
+grep -q "the byte at offset 12 (past the requested size) changed while the block was in quarantine" \
+    "$TMP/uaftail" || fail "a write after free past the requested size is found, at its offset"
 { EBB_DEBUG=1 "$D/overflow" >/dev/null 2>"$TMP/ov"; } 2>/dev/null
 { EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=200000 "$D/use_after_free_big" >/dev/null 2>"$TMP/uafbig"; } 2>/dev/null
 grep -q "the byte at offset 50000 changed while the block was in quarantine" "$TMP/uafbig" ||
