@@ -49,6 +49,9 @@
 /* ---------------------------------------------------------------------------
  * Capture
  * ------------------------------------------------------------------------- */
+/* Registered by debug_init before the first capture, and never after: the
+ * fast unwinder's rule table (below) keeps, per pc, whether its function is
+ * one of them. */
 static const void *entry_points[64];
 static size_t entry_count;
 
@@ -239,6 +242,8 @@ typedef struct rule_s {
     uint8_t cfa_rbp; /* CFA = rbp + cfa_off, else rsp + cfa_off */
     uint8_t kind;    /* RULE_LAST: the walk ends after this frame (no FDE, or
                         the return address is undefined, as in _start) */
+    uint8_t entry;   /* the function is an allocator entry point
+                        (is_entry_point, worked out once with the rule) */
 } rule_t;
 
 #define RULE_ENTRIES 16384
@@ -246,7 +251,6 @@ typedef struct rule_s {
 typedef struct rule_entry_s {
     atomic_uint seq;
     uintptr_t pc;
-    uintptr_t func; /* the function's start (the FDE's), 0 without an FDE */
     rule_t rule;
 } rule_entry_t;
 
@@ -541,28 +545,27 @@ static size_t rule_index(uintptr_t pc)
 }
 
 /* The rule for pc, from the table or worked out and stored. */
-ebb_racy_reader static rule_t rule_for(uintptr_t pc, uintptr_t *func)
+ebb_racy_reader static rule_t rule_for(uintptr_t pc)
 {
     rule_entry_t *e = &rules[rule_index(pc)];
     unsigned seq = atomic_load_explicit(&e->seq, memory_order_acquire);
     if (!(seq & 1)) {
         const volatile rule_entry_t *v = e;
-        uintptr_t at = v->pc, fn = v->func;
+        uintptr_t at = v->pc;
         rule_t r = {.cfa_off = v->rule.cfa_off, .rbp_off = v->rule.rbp_off,
-                    .cfa_rbp = v->rule.cfa_rbp, .kind = v->rule.kind};
+                    .cfa_rbp = v->rule.cfa_rbp, .kind = v->rule.kind, .entry = v->rule.entry};
         atomic_thread_fence(memory_order_acquire);
-        if (at == pc && r.kind != 0 && atomic_load_explicit(&e->seq, memory_order_relaxed) == seq) {
-            *func = fn;
+        if (at == pc && r.kind != 0 && atomic_load_explicit(&e->seq, memory_order_relaxed) == seq)
             return r;
-        }
     }
-    rule_t r = rule_compute(pc, func);
+    uintptr_t func;
+    rule_t r = rule_compute(pc, &func);
+    r.entry = is_entry_point(func);
     lock_acquire(&rules_lock);
     seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
     atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     e->pc = pc;
-    e->func = *func;
     e->rule = r;
     atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
     lock_release(&rules_lock);
@@ -584,8 +587,7 @@ static bool fast_walk(capture_t *c)
     for (;;) {
         if (pc == 0)
             return true;
-        uintptr_t func;
-        rule_t r = rule_for(pc, &func);
+        rule_t r = rule_for(pc);
         if (r.kind == RULE_UNKNOWN)
             return false;
         if (c->restart) {
@@ -593,7 +595,7 @@ static bool fast_walk(capture_t *c)
             c->restart = false;
             c->cacheable = false;
         }
-        if (is_entry_point(func)) {
+        if (r.entry) {
             c->restart = true;
         } else {
             if (c->n < c->max) {
