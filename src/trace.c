@@ -190,8 +190,10 @@ ebb_racy_reader static uint32_t cache_lookup(uintptr_t key_slot, int max)
     if (v->max != max || depth == 0 || depth > max || v->slot[0] != key_slot ||
         v->ra[0] != key_ra || v->thread != thread_id_self())
         return 0;
-    for (int k = 1; k < depth; k++)
-        if (*(const uintptr_t *)v->slot[k] != v->ra[k])
+    /* Pointers, not indexes: this loop is most of a hit's cost. */
+    const volatile uintptr_t *slot = v->slot + 1, *ra = v->ra + 1, *end = v->slot + depth;
+    for (; slot < end; slot++, ra++)
+        if (*(const uintptr_t *)*slot != *ra)
             return 0;
     uint32_t id = v->id;
     atomic_thread_fence(memory_order_acquire);
