@@ -132,7 +132,11 @@ void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero)
         while (cls < CLASS_COUNT && (class_block_size[cls] & (alignment - 1)) != 0)
             cls++;
         if (cls < CLASS_COUNT) {
-            p = page_alloc_slow(heap, cls);
+            /* The class's first page first, as malloc's fast path takes it:
+             * debug mode allocates every block through here. */
+            p = alloc_pop(&heap->direct_class[cls]);
+            if (p == NULL)
+                p = page_alloc_slow(heap, cls);
             if (p && zero)
                 memset(p, 0, size);
             goto done;
