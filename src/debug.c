@@ -286,6 +286,12 @@ static size_t freed_len(debug_header_t *h, size_t tail)
     return h->offset - sizeof *h + h->size + tail;
 }
 
+/* The first byte of a freed block's fill that changed, or NULL. */
+static const uint8_t *freed_fill_broken(debug_header_t *h)
+{
+    return find_changed(freed_start(h), freed_len(h, tail_len(h)), cfg.fill_free);
+}
+
 /* The detail of a write-after-free report: where, from the user pointer. */
 static void describe_freed_write(text_t *t, debug_header_t *h, const uint8_t *bad, const char *found)
 {
@@ -338,8 +344,8 @@ static void release_block(void *block)
 /* ---------------------------------------------------------------------------
  * The quarantine: freed blocks wait in FIFO order, bounded in bytes (of their
  * underlying blocks) in total. A block leaving it is checked (its free fill,
- * which covers the canary's bytes too, intact), then kept in the reuse cache (below) or
- * released.
+ * which covers the canary's bytes too, intact), then kept in the reuse cache
+ * (below) or released.
  *
  * It is split in QUARANTINE_SHARDS FIFOs, one per thread (threads beyond the
  * count share): a thread frees into its own FIFO and, while the total is over
@@ -601,7 +607,7 @@ size_t debug_reuse_bytes(void)
 
 static void leave_quarantine(debug_header_t *h)
 {
-    const uint8_t *bad = find_changed(freed_start(h), freed_len(h, tail_len(h)), cfg.fill_free);
+    const uint8_t *bad = freed_fill_broken(h);
     if (bad) {
         text_t t;
         text_init(&t, -1);
@@ -1030,7 +1036,7 @@ static void verify_block(verify_t *v, debug_header_t *h)
         return;
     }
     if (freed) {
-        const uint8_t *bad = find_changed(freed_start(h), freed_len(h, tail_len(h)), cfg.fill_free);
+        const uint8_t *bad = freed_fill_broken(h);
         if (bad) {
             v->problems++;
             text_t t;

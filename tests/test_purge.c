@@ -139,6 +139,16 @@ static UNUSED ssize_t read_small_file(const char *path, char *buf, size_t cap)
     return (ssize_t)got;
 }
 
+/* A small /proc file as a NUL-terminated text in buf; its length, or -1. */
+static UNUSED ssize_t read_proc_text(const char *path, char *buf, size_t cap)
+{
+    ssize_t n = read_small_file(path, buf, cap - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
+}
+
 /* The number after `key` in a /proc text (key includes the leading "\n"). */
 static UNUSED long proc_field(const char *text, const char *key)
 {
@@ -150,17 +160,13 @@ static UNUSED long proc_field(const char *text, const char *key)
 static UNUSED long rss_now(void)
 {
     char buf[8192];
-    ssize_t n = read_small_file("/proc/self/smaps_rollup", buf, sizeof buf - 1);
-    if (n > 0) {
-        buf[n] = '\0';
+    if (read_proc_text("/proc/self/smaps_rollup", buf, sizeof buf) > 0) {
         long kb = proc_field(buf, "\nAnonymous:");
         if (kb >= 0)
             return kb * 1024;
     }
-    n = read_small_file("/proc/self/statm", buf, sizeof buf - 1);
-    if (n <= 0)
+    if (read_proc_text("/proc/self/statm", buf, sizeof buf) < 0)
         return -1;
-    buf[n] = '\0';
     char *p = buf;
     strtol(p, &p, 10);
     long resident = strtol(p, &p, 10);
@@ -189,10 +195,8 @@ static UNUSED bool rss_peak_reset(void)
 static UNUSED long rss_peak_since_reset(void)
 {
     char buf[4096];
-    ssize_t n = read_small_file("/proc/self/status", buf, sizeof buf - 1);
-    if (n <= 0)
+    if (read_proc_text("/proc/self/status", buf, sizeof buf) < 0)
         return -1;
-    buf[n] = '\0';
     long hwm = proc_field(buf, "\nVmHWM:");
     long file = proc_field(buf, "\nRssFile:");
     long shmem = proc_field(buf, "\nRssShmem:");
@@ -205,10 +209,8 @@ static UNUSED long rss_peak_since_reset(void)
 static UNUSED long thread_count(void)
 {
     char buf[4096];
-    ssize_t n = read_small_file("/proc/self/status", buf, sizeof buf - 1);
-    if (n <= 0)
+    if (read_proc_text("/proc/self/status", buf, sizeof buf) < 0)
         return -1;
-    buf[n] = '\0';
     return proc_field(buf, "\nThreads:");
 }
 
