@@ -144,6 +144,7 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
     memset(heap->queues, 0, sizeof heap->queues);
     memset(&heap->full, 0, sizeof heap->full);
     memset(heap->retained, 0, sizeof heap->retained);
+    heap->retained_mask = 0;
     atomic_store_explicit(&heap->xfull_pending, 0, memory_order_relaxed);
     heap->segments = NULL;
     heap->segment_count = 0;

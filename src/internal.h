@@ -131,8 +131,9 @@
  *      whichever thread freed and whether or not it ever runs again.
  *   2. One empty page per size class that a thread keeps for its next malloc
  *      (<= 64 KiB for blocks up to 8 KiB, up to 512 KiB for the largest classes;
- *      resident only as far as it was carved): taken back and purged once the
- *      thread has taken no slow path for a purge delay (heap.c, quiescing).
+ *      resident only as far as it was carved), which another class may take
+ *      instead of a new page: taken back and purged once the thread has taken
+ *      no slow path for a purge delay (heap.c, quiescing).
  *   3. Blocks other threads freed into a thread's pages: collected by the
  *      owner, or by the scavenger once the owner is idle (as 2) or gone
  *      (abandoned segments); their pages then follow 1.
@@ -320,6 +321,7 @@ typedef struct heap_s {
     /* The empty page kept per class (page.c, page_free_local_slow); may have
      * been reused since (then it is not empty any more). */
     page_t *retained[CLASS_COUNT];
+    uint64_t retained_mask; /* bit c set = retained[c] is not NULL */
     /* Any thread: set (release) by a remote freer whose block landed in a page
      * of the full list; the owner exchanges it to 0 and scans `full`. */
     atomic_int xfull_pending;
