@@ -35,15 +35,30 @@ const uint32_t class_block_size[CLASS_COUNT] = {
 };
 
 /* Slices per small page: enough for PAGE_MIN_BLOCKS blocks (1 slice for blocks
- * up to 8 KiB, 8 for 64 KiB blocks); a block above one slice gets a page of
+ * up to 8 KiB, 3 for 20 KiB blocks); a block above one slice gets a page of
  * its own (2 slices). Pages of eight such blocks were 10 to 16 slices long:
  * a thread holding a few blocks of 64..512 KiB spread its pages over a second
  * and third segment and touched fresh memory there, while its freed runs
  * waited for the purge (the seed `medium` scenario peaked at 44 MiB for 18
- * MiB live; 34 MiB with one-block pages). */
+ * MiB live; 34 MiB with one-block pages).
+ * Blocks from PAGE_WIDE_MIN (24 KiB) up to one slice get PAGE_MAX_SLICES (512
+ * KiB: 21 blocks of 24 KiB, 8 of 64 KiB). With eight blocks to a page, a few
+ * live blocks per class kept their pages filling, emptying, going back to the
+ * segment and coming back elsewhere, and the thread wrote over ever more of
+ * its segments; and a kept 512 KiB page can serve any class that needs a new
+ * page (page.c, page_take_retained), where a 3-slice one cannot serve the
+ * 8-slice classes. Measured against eight-block pages (3 interleaved runs,
+ * medians): bench_core rand 1024 65536 (64 live) 304 -> 158 ms and 9.5 ->
+ * 6.8 MB peak; seed fastmm peak 1.68 -> 0.97 MiB; bench_realloc str 18.0 ->
+ * 18.2 MB. From 16 KiB up: 5.8 MB, 0.91 MiB but 19.1 MB; from 32 KiB up: 8.6
+ * MB, 1.15 MiB, 17.0 MB. Pages of 16 or 32 blocks for every class: realloc
+ * str 20.1 and 22.2 MB (its strings move through every class, and a bigger
+ * page empties, and goes back, less often). */
+#define PAGE_SLICES_FOR(bs, blocks) (((size_t)(bs) * (blocks) + SLICE_SIZE - 1) / SLICE_SIZE)
 #define PAGE_SLICES(bs) \
-    ((uint8_t)(((size_t)(bs) * ((bs) > SLICE_SIZE ? 1 : PAGE_MIN_BLOCKS) + SLICE_SIZE - 1) / \
-               SLICE_SIZE))
+    ((uint8_t)((bs) > SLICE_SIZE     ? PAGE_SLICES_FOR(bs, 1) \
+               : (bs) >= PAGE_WIDE_MIN ? PAGE_MAX_SLICES \
+                                       : PAGE_SLICES_FOR(bs, PAGE_MIN_BLOCKS)))
 #define SLICE_GROUP(b) \
     PAGE_SLICES((1u << (b)) + (1u << ((b) - 2))), \
     PAGE_SLICES((1u << (b)) + 2u * (1u << ((b) - 2))), \

@@ -80,9 +80,12 @@
 
 /* A small page holds at least this many blocks of up to one slice (its run of
  * slices grows with the block size), so per-page overhead stays small; a
- * block above one slice has a page of its own (alloc.c, PAGE_SLICES). */
+ * block above one slice has a page of its own (alloc.c, PAGE_SLICES). Blocks
+ * of PAGE_WIDE_MIN bytes or more up to one slice get the widest page,
+ * PAGE_MAX_SLICES slices, whatever their count (alloc.c explains why). */
 #define PAGE_MIN_BLOCKS  8
 #define PAGE_MAX_SLICES  8
+#define PAGE_WIDE_MIN    ((size_t)24 * 1024)
 
 /* Requests above SMALL_MAX up to LARGE_MAX get a run of slices to themselves
  * (a one-block page); above LARGE_MAX they are huge mappings. Half a segment:
