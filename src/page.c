@@ -228,7 +228,8 @@ static page_t *page_new_small(heap_t *heap, unsigned cls)
  * requests wander over the size classes (seed 000: malloc(1..70,000) + memset
  * + free) then writes over the memory it wrote last, instead of keeping a
  * written page for every class it visits: one such thread peaked at +600 KiB
- * without this and peaks at +148 KiB with it (test_purge).
+ * without this, +148 KiB with it, and +84 KiB once 24..64 KiB blocks got
+ * 512 KiB pages (alloc.c, PAGE_SLICES; test_purge).
  * A kept page serves if it is still empty (its own class may have reused it),
  * has enough slices, and never had more than one carving of blocks (one block
  * above PAGE_EXTEND_BYTES, PAGE_EXTEND_BYTES of smaller ones): a page that held

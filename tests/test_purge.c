@@ -1324,7 +1324,7 @@ static void resident_slices_are_reused_before_purged_ones(void)
  * class keeps serves the next class that needs a page (page.c,
  * page_take_retained), so the thread writes over the memory it wrote last
  * instead of keeping a written page for each of the ~45 classes it visits:
- * +616 KiB before that, +148 KiB after, glibc +104 KiB. No background purge
+ * +616 KiB before that, +84 KiB now (glibc: +104 KiB). No background purge
  * (EBB_PURGE_DELAY=-1), so the peak is the allocator's placement alone. */
 static void child_one_block_at_a_time_over_many_classes_reuses_one_page(void)
 {
