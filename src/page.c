@@ -297,10 +297,13 @@ static inline void *page_pop(page_t *page)
 }
 
 /* The common case, without the lock: the class's first page has blocks on its
- * other lists, or blocks not carved yet. Carving too when some are left keeps
- * a working set that matches the carved blocks from taking this path on every
- * malloc. (Each step leaves the page consistent or merely leaks blocks if a
- * fork interrupts it: a forked child never uses this thread's lists.) */
+ * other lists, or blocks not carved yet. New blocks are carved only when no
+ * remote frees came back: a producer whose blocks other threads free then
+ * reuses them instead of writing over the rest of its page first (carving on
+ * every refill: seed prodcons peak 6.9 against 6.4 MB, bench_xmalloc 2 4.0
+ * against 2.6 MB). (Each step leaves the page consistent or merely leaks
+ * blocks if a fork interrupts it: a forked child never uses this thread's
+ * lists.) */
 static void *page_refill_first(heap_t *heap, unsigned cls)
 {
     page_t *page = heap->queues[cls].first;
@@ -309,7 +312,7 @@ static void *page_refill_first(heap_t *heap, unsigned cls)
     if (page->free)
         return page_pop(page);
     page_collect(page);
-    if (page->capacity < page->reserved)
+    if (page->free == NULL && page->capacity < page->reserved)
         page_extend(page);
     return page->free ? page_pop(page) : NULL;
 }
