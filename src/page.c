@@ -296,6 +296,15 @@ static inline void *page_pop(page_t *page)
     return block;
 }
 
+/* A page (the one behind a class's first) has blocks freed into it, by its
+ * owner or by other threads. */
+static inline bool page_has_freed(const page_t *page)
+{
+    return page != NULL &&
+           (page->free != NULL ||
+            (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_IN_FULL));
+}
+
 /* The common case, without the lock: the class's first page has blocks on its
  * other lists, or blocks not carved yet. New blocks are carved only when no
  * remote frees came back and the page behind has no freed blocks either (then
@@ -307,14 +316,6 @@ static inline void *page_pop(page_t *page)
  * pages carve one block at a time. (Each step leaves the page consistent or
  * merely leaks blocks if a fork interrupts it: a forked child never uses this
  * thread's lists.) */
-/* The page behind the first has blocks freed into it, by its owner or others. */
-static inline bool page_has_freed(const page_t *page)
-{
-    return page != NULL &&
-           (page->free != NULL ||
-            (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_IN_FULL));
-}
-
 static void *page_refill_first(heap_t *heap, unsigned cls)
 {
     page_t *page = heap->queues[cls].first;
