@@ -98,6 +98,15 @@
  * time, so a fresh page touches (and makes resident) only what is used. */
 #define PAGE_EXTEND_BYTES 4096
 
+/* A segment whose thread holds no live block in it (only empty pages it
+ * keeps for reuse) and that has at least this many freed slices still
+ * resident goes to the shared segment cache at once, even as its thread's
+ * last segment, so that another thread reuses those pages before faulting in
+ * fresh ones (page.c, page_hand_off_segment). 1 MiB: a thread that allocates
+ * one block at a time keeps far less than that; one that ends a burst of
+ * large blocks (seed "medium") may leave the whole segment written. */
+#define SEGMENT_HANDOFF_SLICES 16
+
 /* Fully free segments kept mapped for the next thread or page run, at most.
  * Bound on address space: SEGMENT_CACHE_MAX * SEGMENT_SIZE = 16 MiB. */
 #define SEGMENT_CACHE_MAX 4
@@ -291,6 +300,10 @@ typedef struct segment_s {
      * cache's overflow list (segment.c). */
     struct heap_s *heap;
     struct segment_s *next, *prev;
+    /* Owner-only: a large block was freed here while other pages were in
+     * use, so the segment may be worth handing off once a page of it empties
+     * (page.c, page_hand_off_segment). */
+    bool handoff_watch;
     /* Under segments_lock: the list of every normal segment mapped (for the
      * trim pass and later the heap walk). */
     struct segment_s *all_next, *all_prev;
@@ -402,6 +415,17 @@ static inline uint8_t *page_start(const page_t *page)
     segment_t *seg = (segment_t *)((uintptr_t)page & ~(uintptr_t)SEGMENT_MASK);
     size_t idx = (size_t)(page - seg->pages);
     return (uint8_t *)seg + idx * SLICE_SIZE;
+}
+
+/* The number of slices in a mask of a segment's slices. Inline bit
+ * arithmetic: the builtin is a call into libgcc without -mpopcnt, which
+ * baseline x86-64 lacks, and this runs whenever a page empties. */
+static inline unsigned slices_count(uint64_t mask)
+{
+    mask -= (mask >> 1) & 0x5555555555555555u;
+    mask = (mask & 0x3333333333333333u) + ((mask >> 2) & 0x3333333333333333u);
+    mask = (mask + (mask >> 4)) & 0x0f0f0f0f0f0f0f0fu;
+    return (unsigned)((mask * 0x0101010101010101u) >> 56);
 }
 
 static inline segment_t *page_segment(const page_t *page)
@@ -557,6 +581,9 @@ void segment_free_run(page_t *page);
 /* The owner's segment became entirely free: release it unless it is the heap's
  * last one. */
 void segment_maybe_release(heap_t *heap, segment_t *seg);
+/* Owner, lock held: give `seg`, which holds no page any more, to the shared
+ * cache even if it is the heap's last segment. */
+void segment_hand_off(heap_t *heap, segment_t *seg);
 /* Release every entirely free segment of `heap`, its last one too. */
 void segment_release_empty(heap_t *heap);
 /* Thread exit: hand `heap`'s segments over (free ones released). */

@@ -269,10 +269,10 @@ void page_init_large(heap_t *heap, page_t *page, size_t slices, bool zero)
     atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
 }
 
-/* Owner: give an empty page's slices back to its segment. */
-static void page_free(heap_t *heap, page_t *page)
+/* Owner: give an empty page's slices back to its segment; the segment stays
+ * with the heap. */
+static void page_free_run(heap_t *heap, page_t *page)
 {
-    segment_t *seg = page_segment(page);
     if (page->kind == PAGE_SMALL) {
         unsigned cls = page->class_idx;
         if (heap->retained[cls] == page)
@@ -282,7 +282,63 @@ static void page_free(heap_t *heap, page_t *page)
         heap_direct_update(heap, cls);
     }
     segment_free_run(page);
+}
+
+/* Owner: give an empty page's slices back to its segment, and the segment
+ * back too if that left it entirely free (unless it is the heap's last). */
+static void page_free(heap_t *heap, page_t *page)
+{
+    segment_t *seg = page_segment(page);
+    page_free_run(heap, page);
     segment_maybe_release(heap, seg);
+}
+
+/* Slices of `page`'s run, as a mask of its segment's slices. */
+static inline uint64_t page_slice_mask(const page_t *page)
+{
+    size_t idx = (size_t)(page - page_segment(page)->pages);
+    return (((uint64_t)1 << page->slice_count) - 1) << idx;
+}
+
+/* Owner, lock held, after a page of `seg` emptied: if the thread holds no live
+ * block in `seg` any more, only empty pages it keeps, and the segment has at
+ * least SEGMENT_HANDOFF_SLICES freed slices still resident, free those kept
+ * pages and hand the segment to the shared cache, where the next thread that
+ * needs memory takes it before mapping a new one. A thread that ends a burst
+ * of large blocks and then waits (seed "medium": 8 threads, each with 8 live
+ * blocks of 64..512 KiB) otherwise pins a written segment until the purge
+ * delay, while the threads still working fault in new ones. (Only the owner
+ * may free kept pages: its fast paths reach them through the direct slots.)
+ *
+ * This runs when a page is freed to its segment (a large block, or a second
+ * empty page of a class). When a page empties and is kept instead, it runs
+ * only in a segment where a large block was freed while other pages were in
+ * use (seg->handoff_watch): malloc/free of random 1..64 KiB blocks empties a
+ * page every eight pairs, and testing every segment there cost 3% more
+ * instructions. */
+static bool page_hand_off_segment(heap_t *heap, segment_t *seg)
+{
+    uint64_t free = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
+    uint64_t dirty = atomic_load_explicit(&seg->dirty_slices, memory_order_relaxed);
+    if (slices_count(free & dirty) < SEGMENT_HANDOFF_SLICES) {
+        seg->handoff_watch = false; /* its freed runs were reused or purged */
+        return false;
+    }
+    uint64_t kept = 0;
+    for (uint64_t m = heap->retained_mask; m; m &= m - 1) {
+        page_t *page = heap->retained[__builtin_ctzll(m)];
+        if (page_segment(page) == seg && page->used == 0)
+            kept |= page_slice_mask(page);
+    }
+    if ((free | kept) != SLICES_ALL)
+        return false;
+    for (uint64_t m = heap->retained_mask; m; m &= m - 1) {
+        page_t *page = heap->retained[__builtin_ctzll(m)];
+        if (page_segment(page) == seg)
+            page_free_run(heap, page);
+    }
+    segment_hand_off(heap, seg);
+    return true;
 }
 
 /* ---------------------------------------------------------------------------
@@ -424,6 +480,11 @@ void page_free_local_slow(heap_t *heap, page_t *page)
                 }
                 lock_release(&heap->lock);
             }
+            if (ebb_unlikely(page_segment(page)->handoff_watch)) {
+                lock_acquire(&heap->lock);
+                page_hand_off_segment(heap, page_segment(page));
+                lock_release(&heap->lock);
+            }
             if (!atomic_load_explicit(&heap->retained_pending, memory_order_relaxed)) {
                 atomic_store(&heap->retained_pending, 1);
                 purge_wake();
@@ -433,10 +494,19 @@ void page_free_local_slow(heap_t *heap, page_t *page)
         }
     }
     lock_acquire(&heap->lock);
-    if (page->used == 0)
-        page_free(heap, page);
-    else if (page->in_full)
+    if (page->used == 0) {
+        segment_t *seg = page_segment(page);
+        bool large = page->kind == PAGE_LARGE;
+        page_free_run(heap, page);
+        if (page_hand_off_segment(heap, seg))
+            ; /* gone to the cache */
+        else if (atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL)
+            segment_maybe_release(heap, seg);
+        else if (large)
+            seg->handoff_watch = true;
+    } else if (page->in_full) {
         page_unfull(heap, page);
+    }
     lock_release(&heap->lock);
     busy_leave();
     purge_poll(false);

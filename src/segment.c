@@ -347,6 +347,7 @@ static segment_t *segment_cache_pop(void)
 static void heap_segment_push(heap_t *heap, segment_t *seg)
 {
     seg->heap = heap;
+    seg->handoff_watch = false;
     seg->prev = NULL;
     seg->next = heap->segments;
     if (heap->segments)
@@ -510,6 +511,12 @@ void segment_maybe_release(heap_t *heap, segment_t *seg)
         return; /* keep the heap's last segment: the next page comes from it */
     if (atomic_load_explicit(&seg->free_slices, memory_order_acquire) != SLICES_ALL)
         return;
+    heap_segment_remove(heap, seg);
+    segment_release(seg);
+}
+
+void segment_hand_off(heap_t *heap, segment_t *seg)
+{
     heap_segment_remove(heap, seg);
     segment_release(seg);
 }

@@ -1319,6 +1319,88 @@ static void resident_slices_are_reused_before_purged_ones(void)
     expect_child_passes("child_resident_slices_are_reused_before_purged_ones", env, 30);
 }
 
+/* 002's threads stay alive after their work. A thread that frees the last
+ * block of a written segment and waits hands the segment to the shared cache
+ * (page.c, page_hand_off_segment): a thread that starts working next reuses
+ * those resident pages instead of faulting in a new segment while the first
+ * one waits out the purge delay. Thread A writes and frees 3 MiB of 256 KiB
+ * blocks and 96 KiB blocks (a size class whose emptied page A keeps, so the
+ * kept page must go with the segment), then parks; thread B, with a heap of
+ * its own, then writes 3 MiB. No background purge (EBB_PURGE_DELAY=-1), so
+ * only reuse can keep B from adding to RSS. */
+#define HANDOFF_BLOCKS 12
+
+typedef struct handoff_s {
+    crew_t *crew;  /* A parks in it after freeing */
+    bool is_b;     /* B keeps its blocks until main has read RSS */
+    void *blocks[HANDOFF_BLOCKS];
+    bool ok;
+} handoff_t;
+
+static void *handoff_main(void *arg)
+{
+    handoff_t *h = arg;
+    h->ok = true;
+    for (int i = 0; i < HANDOFF_BLOCKS; i++) {
+        size_t n = i % 4 == 3 ? 96 * KiB : 256 * KiB;
+        h->blocks[i] = malloc(n);
+        if (h->blocks[i] == NULL) {
+            h->ok = false;
+            return NULL;
+        }
+        touch(h->blocks[i], n, i + 1);
+    }
+    if (!h->is_b) {
+        for (int i = 0; i < HANDOFF_BLOCKS; i++)
+            free(h->blocks[i]);
+    }
+    crew_park(h->crew);
+    return NULL;
+}
+
+static void child_a_waiting_thread_hands_its_written_segment_on(void)
+{
+    crew_t crew_a, crew_b;
+    crew_init(&crew_a, 1);
+    crew_init(&crew_b, 1);
+    handoff_t a = {.crew = &crew_a}, b = {.crew = &crew_b, .is_b = true};
+    pthread_t ta, tb;
+    /* Start the scavenger from here first: the C library allocates its new
+     * threads' TLS in the creating thread's heap, and the scavenger's would
+     * be a live block in A's segment for good. A huge block makes the
+     * scavenger wanted; the next allocation slow path starts it. */
+    void *volatile warm = malloc(4 * MiB);
+    free(warm);
+    warm = malloc(256 * KiB);
+    free(warm);
+    REQUIRE(start_thread(&ta, 0, handoff_main, &a) == 0, "cannot start thread A");
+    crew_wait_parked(&crew_a);
+    REQUIRE(a.ok, "thread A: malloc failed");
+    long before = rss_now();
+    REQUIRE(start_thread(&tb, 0, handoff_main, &b) == 0, "cannot start thread B");
+    crew_wait_parked(&crew_b);
+    REQUIRE(b.ok, "thread B: malloc failed");
+    long after = rss_now();
+    REQUIRE(before >= 0 && after >= 0, "cannot read RSS from /proc");
+    printf("    info: thread B writes 3 MiB after waiting thread A freed 3 MiB: RSS %+ld KiB\n",
+           (after - before) / 1024);
+    CHECK(after - before <= (long)(1 * MiB),
+          "B should reuse the segment A wrote and emptied: RSS grew by %ld KiB "
+          "(about 3 MiB means A kept its written segment)", (after - before) / 1024);
+    crew_open(&crew_a);
+    crew_open(&crew_b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    for (int i = 0; i < HANDOFF_BLOCKS; i++)
+        free(b.blocks[i]);
+}
+
+static void a_waiting_thread_hands_its_written_segment_on(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_a_waiting_thread_hands_its_written_segment_on", env, 30);
+}
+
 /* 000 (FastMM: GetMem(1..70,000) + FillChar + FreeMem), one thread: a block of
  * one size class at a time, each written whole and freed. The empty page a
  * class keeps serves the next class that needs a page (page.c,
@@ -2311,6 +2393,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_purge_delay_never_keeps_memory_until_malloc_trim),
     CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
     CHILD_CASE(child_one_block_at_a_time_over_many_classes_reuses_one_page),
+    CHILD_CASE(child_a_waiting_thread_hands_its_written_segment_on),
     CHILD_CASE(child_malloc_trim_returns_everything_at_once),
     CHILD_CASE(child_ebb_collect_force_returns_everything_at_once),
 #endif
@@ -2372,6 +2455,7 @@ int main(int argc, char **argv)
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
     RUN_CASE(one_block_at_a_time_over_many_classes_reuses_one_page);
+    RUN_CASE(a_waiting_thread_hands_its_written_segment_on);
     RUN_CASE(malloc_trim_returns_everything_at_once);
     RUN_CASE(ebb_collect_force_returns_everything_at_once);
 #endif
