@@ -1321,18 +1321,21 @@ static void resident_slices_are_reused_before_purged_ones(void)
 
 /* 002's threads stay alive after their work. A thread that frees the last
  * block of a written segment and waits hands the segment to the shared cache
- * (page.c, page_hand_off_segment): a thread that starts working next reuses
- * those resident pages instead of faulting in a new segment while the first
- * one waits out the purge delay. Thread A writes and frees 3 MiB of 256 KiB
- * blocks and 96 KiB blocks (a size class whose emptied page A keeps, so the
- * kept page must go with the segment), then parks; thread B, with a heap of
- * its own, then writes 3 MiB. No background purge (EBB_PURGE_DELAY=-1), so
- * only reuse can keep B from adding to RSS. */
+ * (page.c, page_hand_off_segment), and a thread that needs slices takes
+ * resident ones from a cached segment before fresh ones of its own
+ * (segment.c, segment_alloc_run): so a thread that starts working next reuses
+ * those pages instead of faulting in new ones while the first waits out the
+ * purge delay. Thread B first takes a segment of its own (one small block)
+ * and waits; thread A writes and frees 3 MiB of 256 KiB blocks and 96 KiB
+ * blocks (a size class whose emptied page A keeps, so the kept page must go
+ * with the segment), then waits; B then writes 3 MiB. No background purge
+ * (EBB_PURGE_DELAY=-1), so only reuse can keep B from adding to RSS. */
 #define HANDOFF_BLOCKS 12
 
 typedef struct handoff_s {
-    crew_t *crew;  /* A parks in it after freeing */
-    bool is_b;     /* B keeps its blocks until main has read RSS */
+    crew_t *crew;
+    bool is_b;     /* B: takes a segment, parks, then keeps its blocks */
+    void *small;   /* B's first block */
     void *blocks[HANDOFF_BLOCKS];
     bool ok;
 } handoff_t;
@@ -1341,16 +1344,20 @@ static void *handoff_main(void *arg)
 {
     handoff_t *h = arg;
     h->ok = true;
-    for (int i = 0; i < HANDOFF_BLOCKS; i++) {
+    if (h->is_b) {
+        h->small = malloc(64);
+        h->ok = h->small != NULL;
+        crew_park(h->crew);
+    }
+    for (int i = 0; i < HANDOFF_BLOCKS && h->ok; i++) {
         size_t n = i % 4 == 3 ? 96 * KiB : 256 * KiB;
         h->blocks[i] = malloc(n);
-        if (h->blocks[i] == NULL) {
+        if (h->blocks[i] == NULL)
             h->ok = false;
-            return NULL;
-        }
-        touch(h->blocks[i], n, i + 1);
+        else
+            touch(h->blocks[i], n, i + 1);
     }
-    if (!h->is_b) {
+    if (!h->is_b && h->ok) {
         for (int i = 0; i < HANDOFF_BLOCKS; i++)
             free(h->blocks[i]);
     }
@@ -1373,11 +1380,14 @@ static void child_a_waiting_thread_hands_its_written_segment_on(void)
     free(warm);
     warm = malloc(256 * KiB);
     free(warm);
+    REQUIRE(start_thread(&tb, 0, handoff_main, &b) == 0, "cannot start thread B");
+    crew_wait_parked(&crew_b);
+    REQUIRE(b.ok, "thread B: malloc(64) failed");
     REQUIRE(start_thread(&ta, 0, handoff_main, &a) == 0, "cannot start thread A");
     crew_wait_parked(&crew_a);
     REQUIRE(a.ok, "thread A: malloc failed");
     long before = rss_now();
-    REQUIRE(start_thread(&tb, 0, handoff_main, &b) == 0, "cannot start thread B");
+    crew_open(&crew_b);
     crew_wait_parked(&crew_b);
     REQUIRE(b.ok, "thread B: malloc failed");
     long after = rss_now();
@@ -1385,14 +1395,16 @@ static void child_a_waiting_thread_hands_its_written_segment_on(void)
     printf("    info: thread B writes 3 MiB after waiting thread A freed 3 MiB: RSS %+ld KiB\n",
            (after - before) / 1024);
     CHECK(after - before <= (long)(1 * MiB),
-          "B should reuse the segment A wrote and emptied: RSS grew by %ld KiB "
-          "(about 3 MiB means A kept its written segment)", (after - before) / 1024);
+          "B should reuse the segment A wrote and emptied: RSS grew by %ld KiB (about "
+          "3 MiB means A kept its segment, or B took fresh slices of its own)",
+          (after - before) / 1024);
     crew_open(&crew_a);
     crew_open(&crew_b);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
     for (int i = 0; i < HANDOFF_BLOCKS; i++)
         free(b.blocks[i]);
+    free(b.small);
 }
 
 static void a_waiting_thread_hands_its_written_segment_on(void)
