@@ -151,6 +151,9 @@
  *      (abandoned segments); their pages then follow 1.
  *   4. Each live thread's last segment stays mapped even when empty; its free
  *      slices follow 1, so it keeps only its header (two OS pages) resident.
+ *      (A segment emptied with SEGMENT_HANDOFF_SLICES or more of its free
+ *      slices resident goes to 5 at once instead, last or not, with the
+ *      pages of 2 it holds, so other threads reuse it.)
  *   5. The segment cache: <= SEGMENT_CACHE_MAX free segments, their slices
  *      following 1, unmapped after EBB_UNMAP_DELAY except SEGMENT_STANDBY.
  *      Free segments beyond it (the overflow list) are unmapped one purge
