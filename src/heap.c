@@ -143,6 +143,8 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
     heap_direct_clear(heap);
     memset(heap->queues, 0, sizeof heap->queues);
     memset(&heap->full, 0, sizeof heap->full);
+    for (uint64_t m = heap->retained_mask; m; m &= m - 1) /* their pages may live on */
+        atomic_store_explicit(&heap->retained[__builtin_ctzll(m)]->kept, 0, memory_order_relaxed);
     memset(heap->retained, 0, sizeof heap->retained);
     heap->retained_mask = 0;
     atomic_store_explicit(&heap->xfull_pending, 0, memory_order_relaxed);

@@ -244,6 +244,10 @@ typedef struct page_s {
     uint8_t in_full;
     /* Owner-only. A large page's block is known to be zero (fresh from the OS). */
     uint8_t is_zero;
+    /* Written by the owner: the page is its heap's retained[] page for its
+     * class (page.c, retained_set). Read by the scavenger, which must not
+     * free such a page without quiescing the heap (page_steal_if_free). */
+    _Atomic(uint8_t) kept;
     /* Any thread. Blocks freed by threads other than the owner, pushed with one
      * CAS, collected by the owner with an exchange; low bit XTHREAD_IN_FULL. */
     _Atomic(uintptr_t) xthread_free;
@@ -587,6 +591,9 @@ void segment_maybe_release(heap_t *heap, segment_t *seg);
 /* Owner, lock held: give `seg`, which holds no page any more, to the shared
  * cache even if it is the heap's last segment. */
 void segment_hand_off(heap_t *heap, segment_t *seg);
+/* Would a segment released now stay mapped for reuse (the cache has room, or
+ * the overflow list keeps it for a purge delay)? Approximate. */
+bool segment_cache_keeps(void);
 /* Release every entirely free segment of `heap`, its last one too. */
 void segment_release_empty(heap_t *heap);
 /* Thread exit: hand `heap`'s segments over (free ones released). */

@@ -97,14 +97,21 @@ void heap_direct_update(heap_t *heap, unsigned cls)
         atomic_store_explicit(&heap->direct[w], page, memory_order_release);
 }
 
-/* Owner: the empty page kept for class `cls` (page_free_local_slow), or none. */
+/* Owner: the empty page kept for class `cls` (page_free_local_slow), or none.
+ * The pages' `kept` flags follow, so that the scavenger can tell a kept page
+ * without reading retained[] (which the owner writes without the lock). */
 static void retained_set(heap_t *heap, unsigned cls, page_t *page)
 {
+    page_t *old = heap->retained[cls];
+    if (old)
+        atomic_store_explicit(&old->kept, 0, memory_order_relaxed);
     heap->retained[cls] = page;
-    if (page)
+    if (page) {
+        atomic_store_explicit(&page->kept, 1, memory_order_relaxed);
         heap->retained_mask |= (uint64_t)1 << cls;
-    else
+    } else {
         heap->retained_mask &= ~((uint64_t)1 << cls);
+    }
 }
 
 /* ---------------------------------------------------------------------------
@@ -275,7 +282,7 @@ static void page_free_run(heap_t *heap, page_t *page)
 {
     if (page->kind == PAGE_SMALL) {
         unsigned cls = page->class_idx;
-        if (heap->retained[cls] == page)
+        if (atomic_load_explicit(&page->kept, memory_order_relaxed))
             retained_set(heap, cls, NULL);
         queue_remove(page->in_full ? &heap->full : &heap->queues[cls], page);
         page->in_full = 0;
@@ -300,30 +307,40 @@ static inline uint64_t page_slice_mask(const page_t *page)
     return (((uint64_t)1 << page->slice_count) - 1) << idx;
 }
 
-/* Owner, lock held, after a page of `seg` emptied: if the thread holds no live
- * block in `seg` any more, only empty pages it keeps, and the segment has at
- * least SEGMENT_HANDOFF_SLICES freed slices still resident, free those kept
- * pages and hand the segment to the shared cache, where the next thread that
- * needs memory takes it before mapping a new one. A thread that ends a burst
- * of large blocks and then waits (seed "medium": 8 threads, each with 8 live
- * blocks of 64..512 KiB) otherwise pins a written segment until the purge
- * delay, while the threads still working fault in new ones. (Only the owner
- * may free kept pages: its fast paths reach them through the direct slots.)
+/* Owner, lock held, after a page of `seg` emptied: if the thread holds no page
+ * in `seg` any more but the empty pages it keeps (retained[]), and the segment
+ * has at least SEGMENT_HANDOFF_SLICES freed slices not yet purged besides the
+ * run just freed (`just_freed`), free those kept pages and hand the segment to
+ * the shared cache, where the next thread that needs memory takes it before
+ * mapping a new one. A thread that ends a burst of large blocks and then
+ * waits (seed "medium": 8 threads, each with 8 live blocks of 64..512 KiB)
+ * otherwise pins a written segment until the purge delay, while the threads
+ * still working fault in new ones. (Only the owner may free kept pages: its
+ * fast paths reach them through the direct slots.)
  *
- * This runs when a page is freed to its segment (a large block, or a second
- * empty page of a class). When a page empties and is kept instead, it runs
- * only in a segment where a large block was freed while other pages were in
- * use (seg->handoff_watch): malloc/free of random 1..64 KiB blocks empties a
- * page every eight pairs, and testing every segment there cost 3% more
+ * The run just freed does not count: a thread that allocates and frees one
+ * block of 1 MiB or more in a loop would otherwise give its segment away and
+ * take it back on every pair (82-102 ns a pair before, 131-162 ns with it).
+ * Nor does the hand-off happen when the segment would be unmapped rather than
+ * cached (EBB_PURGE_DELAY=-1 or 0 with the cache full).
+ *
+ * This runs when the owner frees a page to its segment (a large block, or a
+ * second empty page of a class). When a page empties and is kept instead, it
+ * runs only in a segment where a large block was freed while other pages were
+ * in use (seg->handoff_watch): malloc/free of random 1..64 KiB blocks empties
+ * a page every eight pairs, and testing every segment there cost 3% more
  * instructions. */
-static bool page_hand_off_segment(heap_t *heap, segment_t *seg)
+static bool page_hand_off_segment(heap_t *heap, segment_t *seg, uint64_t just_freed)
 {
     uint64_t free = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
     uint64_t dirty = atomic_load_explicit(&seg->dirty_slices, memory_order_relaxed);
-    if (slices_count(free & dirty) < SEGMENT_HANDOFF_SLICES) {
+    uint64_t resident = free & dirty & ~just_freed;
+    if (resident == 0 || slices_count(resident) < SEGMENT_HANDOFF_SLICES) {
         seg->handoff_watch = false; /* its freed runs were reused or purged */
         return false;
     }
+    if (!segment_cache_keeps())
+        return false; /* it would be unmapped, not reused */
     uint64_t kept = 0;
     for (uint64_t m = heap->retained_mask; m; m &= m - 1) {
         page_t *page = heap->retained[__builtin_ctzll(m)];
@@ -334,7 +351,7 @@ static bool page_hand_off_segment(heap_t *heap, segment_t *seg)
         return false;
     for (uint64_t m = heap->retained_mask; m; m &= m - 1) {
         page_t *page = heap->retained[__builtin_ctzll(m)];
-        if (page_segment(page) == seg)
+        if (page_segment(page) == seg && page->used == 0)
             page_free_run(heap, page);
     }
     segment_hand_off(heap, seg);
@@ -482,7 +499,7 @@ void page_free_local_slow(heap_t *heap, page_t *page)
             }
             if (ebb_unlikely(page_segment(page)->handoff_watch)) {
                 lock_acquire(&heap->lock);
-                page_hand_off_segment(heap, page_segment(page));
+                page_hand_off_segment(heap, page_segment(page), 0);
                 lock_release(&heap->lock);
             }
             if (!atomic_load_explicit(&heap->retained_pending, memory_order_relaxed)) {
@@ -497,8 +514,9 @@ void page_free_local_slow(heap_t *heap, page_t *page)
     if (page->used == 0) {
         segment_t *seg = page_segment(page);
         bool large = page->kind == PAGE_LARGE;
+        uint64_t run = page_slice_mask(page);
         page_free_run(heap, page);
-        if (page_hand_off_segment(heap, seg))
+        if (page_hand_off_segment(heap, seg, run))
             ; /* gone to the cache */
         else if (atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL)
             segment_maybe_release(heap, seg);
@@ -560,6 +578,10 @@ static uint32_t xthread_count(block_t *list)
  * free, and the owner's lock-free paths cannot touch the page. */
 static void page_steal_if_free(heap_t *heap, page_t *page)
 {
+    /* A kept page that filled up again: freeing it would write retained[],
+     * which the owner may be writing now. Left for a quiesced visit. */
+    if (atomic_load_explicit(&page->kept, memory_order_relaxed))
+        return;
     uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
     uint32_t remote = xthread_count((block_t *)(x & ~XTHREAD_IN_FULL));
     if (remote != page->reserved)

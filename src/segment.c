@@ -572,6 +572,12 @@ void segment_maybe_release(heap_t *heap, segment_t *seg)
     segment_release(seg);
 }
 
+bool segment_cache_keeps(void)
+{
+    return option_get(OPT_PURGE_DELAY) > 0 ||
+           atomic_load_explicit(&cache_entries, memory_order_relaxed) < SEGMENT_CACHE_MAX;
+}
+
 void segment_hand_off(heap_t *heap, segment_t *seg)
 {
     heap_segment_remove(heap, seg);
@@ -744,8 +750,9 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
      * the ones it had just freed waited for the purge: its peak RSS grew to
      * ~2.7x its live bytes. Taking its own fresh slices before a cached
      * segment's resident ones: seed "medium" peaked at 30 MiB instead of 21,
-     * median of 7 runs.) A heap with no segment yet reclaims abandoned ones
-     * first, as before. */
+     * median of 7 runs.) A heap with no segment reclaims abandoned ones
+     * first, as before, then takes the newest cached segment, resident
+     * slices first (below). */
     for (int pass = 0; pass < 2; pass++) {
         for (segment_t *seg = heap->segments; seg; seg = seg->next) {
             int idx = segment_claim_slices(seg, count, align_slices, pass == 0);
@@ -778,9 +785,11 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
         return NULL;
     heap_segment_push(heap, seg);
     /* The segment is empty, but a purge pass may hold its free slices for a
-     * moment (segment_purge claims them around madvise): wait for it. */
-    int idx;
-    while ((idx = segment_claim_slices(seg, count, align_slices, false)) <= 0)
+     * moment (segment_purge claims them around madvise): wait for it. A
+     * cached segment may have resident slices (one handed off, page.c):
+     * those first. */
+    int idx = segment_claim_slices(seg, count, align_slices, true);
+    while (idx <= 0 && (idx = segment_claim_slices(seg, count, align_slices, false)) <= 0)
         sched_yield();
     return segment_run_init(seg, (size_t)idx, count);
 }
