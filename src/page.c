@@ -103,8 +103,8 @@ void heap_direct_update(heap_t *heap, unsigned cls)
 static void retained_set(heap_t *heap, unsigned cls, page_t *page)
 {
     page_t *old = heap->retained[cls];
-    if (old)
-        atomic_store_explicit(&old->kept, 0, memory_order_relaxed);
+    if (old) /* release: our reads of it come before a steal's writes */
+        atomic_store_explicit(&old->kept, 0, memory_order_release);
     heap->retained[cls] = page;
     if (page) {
         atomic_store_explicit(&page->kept, 1, memory_order_relaxed);
@@ -580,7 +580,7 @@ static void page_steal_if_free(heap_t *heap, page_t *page)
 {
     /* A kept page that filled up again: freeing it would write retained[],
      * which the owner may be writing now. Left for a quiesced visit. */
-    if (atomic_load_explicit(&page->kept, memory_order_relaxed))
+    if (atomic_load_explicit(&page->kept, memory_order_acquire))
         return;
     uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
     uint32_t remote = xthread_count((block_t *)(x & ~XTHREAD_IN_FULL));
