@@ -339,16 +339,21 @@ static bool page_hand_off_segment(heap_t *heap, segment_t *seg, uint64_t just_fr
         seg->handoff_watch = false; /* its freed runs were reused or purged */
         return false;
     }
+    uint64_t used = SLICES_ALL & ~free;
+    if (used != 0) { /* only kept pages may hold the rest */
+        if (heap->retained_mask == 0)
+            return false;
+        uint64_t kept = 0;
+        for (uint64_t m = heap->retained_mask; m; m &= m - 1) {
+            page_t *page = heap->retained[__builtin_ctzll(m)];
+            if (page_segment(page) == seg && page->used == 0)
+                kept |= page_slice_mask(page);
+        }
+        if (used & ~kept)
+            return false;
+    }
     if (!segment_cache_keeps())
         return false; /* it would be unmapped, not reused */
-    uint64_t kept = 0;
-    for (uint64_t m = heap->retained_mask; m; m &= m - 1) {
-        page_t *page = heap->retained[__builtin_ctzll(m)];
-        if (page_segment(page) == seg && page->used == 0)
-            kept |= page_slice_mask(page);
-    }
-    if ((free | kept) != SLICES_ALL)
-        return false;
     for (uint64_t m = heap->retained_mask; m; m &= m - 1) {
         page_t *page = heap->retained[__builtin_ctzll(m)];
         if (page_segment(page) == seg && page->used == 0)
