@@ -332,6 +332,21 @@ bool segment_cache_release(void)
     return n > 0 || chain != NULL;
 }
 
+/* Under cache_lock: take `seg` off the overflow list. */
+static void overflow_unlink(segment_t *seg)
+{
+    if (seg->prev)
+        seg->prev->next = seg->next;
+    else
+        overflow_first = seg->next;
+    if (seg->next)
+        seg->next->prev = seg->prev;
+    else
+        overflow_last = seg->prev;
+    overflow_count--;
+    seg->next = seg->prev = NULL;
+}
+
 /* A cached segment for reuse: the overflow list's newest first (it goes
  * soonest otherwise), then the cache's newest. */
 static segment_t *segment_cache_pop(void)
@@ -340,13 +355,7 @@ static segment_t *segment_cache_pop(void)
     lock_acquire(&cache_lock);
     if (overflow_last) {
         seg = overflow_last;
-        overflow_last = seg->prev;
-        if (overflow_last)
-            overflow_last->next = NULL;
-        else
-            overflow_first = NULL;
-        overflow_count--;
-        seg->next = seg->prev = NULL;
+        overflow_unlink(seg);
     } else if (cache_count > 0) {
         seg = cache[--cache_count];
     }
@@ -356,6 +365,13 @@ static segment_t *segment_cache_pop(void)
 }
 
 static uint64_t slices_runs(uint64_t mask, size_t count, size_t align);
+
+/* Slices of `seg` that are free and still resident (freed, not purged). */
+static uint64_t resident_free(segment_t *seg)
+{
+    return atomic_load_explicit(&seg->free_slices, memory_order_relaxed) &
+           atomic_load_explicit(&seg->dirty_slices, memory_order_relaxed);
+}
 
 /* A cached segment with a run of `count` resident (freed, not purged) free
  * slices, or NULL: taken off the cache. The overflow list first, newest
@@ -367,27 +383,14 @@ static segment_t *segment_cache_pop_resident(size_t count, size_t align)
     segment_t *found = NULL;
     lock_acquire(&cache_lock);
     for (segment_t *seg = overflow_last; seg && !found; seg = seg->prev) {
-        uint64_t res = atomic_load_explicit(&seg->free_slices, memory_order_relaxed) &
-                       atomic_load_explicit(&seg->dirty_slices, memory_order_relaxed);
-        if (slices_runs(res, count, align)) {
+        if (slices_runs(resident_free(seg), count, align)) {
             found = seg;
-            if (seg->prev)
-                seg->prev->next = seg->next;
-            else
-                overflow_first = seg->next;
-            if (seg->next)
-                seg->next->prev = seg->prev;
-            else
-                overflow_last = seg->prev;
-            overflow_count--;
-            seg->next = seg->prev = NULL;
+            overflow_unlink(seg);
         }
     }
     for (size_t i = cache_count; i-- > 0 && !found;) {
         segment_t *seg = cache[i];
-        uint64_t res = atomic_load_explicit(&seg->free_slices, memory_order_relaxed) &
-                       atomic_load_explicit(&seg->dirty_slices, memory_order_relaxed);
-        if (slices_runs(res, count, align)) {
+        if (slices_runs(resident_free(seg), count, align)) {
             found = seg;
             cache_count--;
             memmove(&cache[i], &cache[i + 1], (cache_count - i) * sizeof cache[0]);
@@ -741,6 +744,19 @@ void segment_free_large_remote(segment_t *seg, page_t *page)
 /* ---------------------------------------------------------------------------
  * Allocating a run for a heap
  * ------------------------------------------------------------------------- */
+/* Give `heap` an entirely free segment (cached or new) and claim a run in it.
+ * A purge pass may hold its free slices for a moment (segment_purge claims
+ * them around madvise): wait for it. A cached segment may have resident
+ * slices (one handed off, page.c): those first. */
+static page_t *segment_adopt_run(heap_t *heap, segment_t *seg, size_t count, size_t align_slices)
+{
+    heap_segment_push(heap, seg);
+    int idx = segment_claim_slices(seg, count, align_slices, true);
+    while (idx <= 0 && (idx = segment_claim_slices(seg, count, align_slices, false)) <= 0)
+        sched_yield();
+    return segment_run_init(seg, (size_t)idx, count);
+}
+
 page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
 {
     /* Resident slices first, in any of the heap's segments, then in a cached
@@ -761,13 +777,8 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
         }
         if (pass == 0 && heap->segments != NULL) {
             segment_t *seg = segment_cache_pop_resident(count, align_slices);
-            if (seg) {
-                heap_segment_push(heap, seg);
-                int idx = segment_claim_slices(seg, count, align_slices, true);
-                while (idx <= 0 && (idx = segment_claim_slices(seg, count, align_slices, false)) <= 0)
-                    sched_yield();
-                return segment_run_init(seg, (size_t)idx, count);
-            }
+            if (seg)
+                return segment_adopt_run(heap, seg, count, align_slices);
         }
     }
     for (int i = 0; i < RECLAIM_MAX_PER_REQUEST; i++) {
@@ -783,15 +794,7 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
         seg = segment_map_new();
     if (seg == NULL)
         return NULL;
-    heap_segment_push(heap, seg);
-    /* The segment is empty, but a purge pass may hold its free slices for a
-     * moment (segment_purge claims them around madvise): wait for it. A
-     * cached segment may have resident slices (one handed off, page.c):
-     * those first. */
-    int idx = segment_claim_slices(seg, count, align_slices, true);
-    while (idx <= 0 && (idx = segment_claim_slices(seg, count, align_slices, false)) <= 0)
-        sched_yield();
-    return segment_run_init(seg, (size_t)idx, count);
+    return segment_adopt_run(heap, seg, count, align_slices);
 }
 
 /* ---------------------------------------------------------------------------
