@@ -236,9 +236,34 @@ static const uint8_t *first_other(const uint8_t *p, size_t n, uint8_t byte)
     return NULL;
 }
 
+/* Whether the n <= SHORT_CHECK_MAX bytes at p are all `byte`: eight at a
+ * time, the last eight overlapping. A canary tail is 16..31 bytes for most
+ * blocks, where memcmp's call and set-up cost more than the compare. */
+#define SHORT_CHECK_MAX 64
+
+static inline bool short_all(const uint8_t *p, size_t n, uint8_t byte)
+{
+    uint64_t want = 0x0101010101010101ull * byte, w;
+    if (n < 8) {
+        for (size_t i = 0; i < n; i++)
+            if (p[i] != byte)
+                return false;
+        return true;
+    }
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&w, p + i, 8);
+        if (w != want)
+            return false;
+    }
+    memcpy(&w, p + n - 8, 8);
+    return w == want;
+}
+
 /* The first byte of [p, p + n) that is not `byte` (as `fill` wrote it), or NULL. */
 static const uint8_t *find_changed(const uint8_t *p, size_t n, uint8_t byte)
 {
+    if (n <= SHORT_CHECK_MAX)
+        return short_all(p, n, byte) ? NULL : first_other_slow(p, n, byte);
     if (n <= FILL_FULL_MAX)
         return first_other(p, n, byte);
     const uint8_t *bad = first_other(p, FILL_EDGE, byte);
@@ -248,19 +273,26 @@ static const uint8_t *find_changed(const uint8_t *p, size_t n, uint8_t byte)
 
 /* The canary: the padding between header and user bytes, and the bytes from
  * the requested end to the block's end (its first CANARY_CHECK_MAX). */
-static size_t tail_len(debug_header_t *h)
+static size_t tail_len(debug_header_t *h, size_t usable)
 {
-    size_t usable = alloc_usable_size(h) - h->offset - h->size;
-    return usable < CANARY_CHECK_MAX ? usable : CANARY_CHECK_MAX;
+    size_t tail = usable - h->offset - h->size;
+    return tail < CANARY_CHECK_MAX ? tail : CANARY_CHECK_MAX;
+}
+
+/* The same, finding the underlying block's usable size (callers that have it
+ * pass it to tail_len: the look-up is a good part of a small block's cost). */
+static size_t tail_of(debug_header_t *h)
+{
+    return tail_len(h, alloc_usable_size(h));
 }
 
 static void canary_write(debug_header_t *h)
 {
     memset((uint8_t *)h + sizeof *h, CANARY_BYTE, h->offset - sizeof *h);
-    memset(user_of(h) + h->size, CANARY_BYTE, tail_len(h));
+    memset(user_of(h) + h->size, CANARY_BYTE, tail_of(h));
 }
 
-/* tail: tail_len(h), which its callers need too. */
+/* tail: tail_of(h), which its callers need too. */
 static const uint8_t *canary_broken(debug_header_t *h, size_t tail)
 {
     if (h->offset > sizeof *h) {
@@ -287,9 +319,9 @@ static size_t freed_len(debug_header_t *h, size_t tail)
 }
 
 /* The first byte of a freed block's fill that changed, or NULL. */
-static const uint8_t *freed_fill_broken(debug_header_t *h)
+static const uint8_t *freed_fill_broken(debug_header_t *h, size_t usable)
 {
-    return find_changed(freed_start(h), freed_len(h, tail_len(h)), cfg.fill_free);
+    return find_changed(freed_start(h), freed_len(h, tail_len(h, usable)), cfg.fill_free);
 }
 
 /* The detail of a write-after-free report: where, from the user pointer. */
@@ -516,11 +548,11 @@ static void reuse_evict(reuse_shard_t *r, uint64_t cutoff_ms, size_t need)
 
 /* A block leaving the quarantine: into the reuse cache if it is of a cached
  * class, else released (purged first if it has inner pages: EBB_PURGE_DELAY=0). */
-static void reuse_or_release(debug_header_t *h)
+static void reuse_or_release(debug_header_t *h, size_t bytes)
 {
     segment_t *seg = ptr_segment(h);
     page_t *page = seg->kind == SEGMENT_NORMAL ? segment_page_of(seg, h) : NULL;
-    if (page == NULL || page->kind != PAGE_SMALL || block_bytes(h) < REUSE_MIN_PAGES * os_info.page_size) {
+    if (page == NULL || page->kind != PAGE_SMALL || bytes < REUSE_MIN_PAGES * os_info.page_size) {
         release_block(h);
         return;
     }
@@ -607,7 +639,8 @@ size_t debug_reuse_bytes(void)
 
 static void leave_quarantine(debug_header_t *h)
 {
-    const uint8_t *bad = freed_fill_broken(h);
+    size_t bytes = block_bytes(h);
+    const uint8_t *bad = freed_fill_broken(h, bytes);
     if (bad) {
         text_t t;
         text_init(&t, -1);
@@ -615,7 +648,7 @@ static void leave_quarantine(debug_header_t *h)
         report("heap-use-after-free", user_of(h), h, text_cstr(&t));
     }
     h->magic = 0;
-    reuse_or_release(h);
+    reuse_or_release(h, bytes);
 }
 
 static void leave_quarantine_all(debug_header_t *list)
@@ -627,12 +660,11 @@ static void leave_quarantine_all(debug_header_t *list)
     }
 }
 
-/* Take blocks from the front of `q` onto *out_tail until `need` bytes are
- * taken or it is empty; the bytes taken. */
-static size_t shard_evict(quarantine_shard_t *q, size_t need, debug_header_t ***out_tail)
+/* Under q's lock: take blocks from the front of `q` onto *out_tail until
+ * `need` bytes are taken or it is empty; the bytes taken. */
+static size_t shard_take_locked(quarantine_shard_t *q, size_t need, debug_header_t ***out_tail)
 {
     size_t got = 0;
-    lock_acquire(&q->lock);
     while (got < need && q->first) {
         debug_header_t *old = q->first;
         q->first = old->qnext;
@@ -643,13 +675,20 @@ static size_t shard_evict(quarantine_shard_t *q, size_t need, debug_header_t ***
         **out_tail = old;
         *out_tail = &old->qnext;
     }
+    return got;
+}
+
+static size_t shard_evict(quarantine_shard_t *q, size_t need, debug_header_t ***out_tail)
+{
+    lock_acquire(&q->lock);
+    size_t got = shard_take_locked(q, need, out_tail);
     lock_release(&q->lock);
     return got;
 }
 
-static void quarantine_push(debug_header_t *h)
+/* bytes: block_bytes(h). */
+static void quarantine_push(debug_header_t *h, size_t bytes)
 {
-    size_t bytes = block_bytes(h);
     if (bytes > cfg.quarantine_max) {
         leave_quarantine(h);
         return;
@@ -663,14 +702,18 @@ static void quarantine_push(debug_header_t *h)
     else
         q->first = h;
     q->last = h;
-    lock_release(&q->lock);
     size_t total = atomic_fetch_add_explicit(&q_bytes, bytes, memory_order_relaxed) + bytes;
-    if (total <= cfg.quarantine_max)
+    if (total <= cfg.quarantine_max) {
+        lock_release(&q->lock);
         return;
-    /* Over the bound: evict the excess, own blocks first. */
+    }
+    /* Over the bound: evict the excess, own blocks first (under the lock
+     * already held: in a steady state this is all of it). */
     debug_header_t *out = NULL, **out_tail = &out;
-    size_t need = total - cfg.quarantine_max, got = 0;
-    for (unsigned k = 0; k < QUARANTINE_SHARDS && got < need; k++)
+    size_t need = total - cfg.quarantine_max;
+    size_t got = shard_take_locked(q, need, &out_tail);
+    lock_release(&q->lock);
+    for (unsigned k = 1; k < QUARANTINE_SHARDS && got < need; k++)
         got += shard_evict(&shards[(own + k) % QUARANTINE_SHARDS], need - got, &out_tail);
     atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
     leave_quarantine_all(out);
@@ -786,6 +829,19 @@ static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
     if (!segment_map_contains(p))
         return NULL;
     segment_t *seg = ptr_segment(p);
+    /* The common case first: p is the user pointer of a live block with the
+     * default layout, its header just below it. A live magic is xor-ed with
+     * its own address, so it is found only where a header was written, at a
+     * block's start: no division to find the block. The whole of a normal
+     * segment is mapped, so the header's place can be read whatever p is. */
+    if (((uintptr_t)p & SEGMENT_MASK) >= sizeof(debug_header_t) && seg->kind == SEGMENT_NORMAL) {
+        debug_header_t *h = (debug_header_t *)((uint8_t *)p - sizeof *h);
+        if (h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h) && h->offset == sizeof *h &&
+            h->check == header_check(h)) {
+            *kind = PTR_OK;
+            return h;
+        }
+    }
     uint8_t *block;
     if (seg->kind == SEGMENT_HUGE) {
         block = (uint8_t *)seg + seg->block_offset;
@@ -892,14 +948,14 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
             report("free with the wrong alignment", p, h, text_cstr(&t));
         }
     }
-    size_t tail = tail_len(h);
+    size_t usable = block_bytes(h), tail = tail_len(h, usable);
     const uint8_t *bad = canary_broken(h, tail);
     if (bad)
         report_overflow(h, bad, "found at free");
     h->free_trace = capture();
     h->magic = DEBUG_MAGIC_FREED ^ (uintptr_t)h;
     fill(freed_start(h), freed_len(h, tail), cfg.fill_free);
-    quarantine_push(h);
+    quarantine_push(h, usable);
 }
 
 static void *realloc_impl(void *p, size_t size)
@@ -915,7 +971,7 @@ static void *realloc_impl(void *p, size_t size)
         free_impl(p, 0, 0, DEBUG_FREE_PLAIN);
         return NULL;
     }
-    const uint8_t *bad = canary_broken(h, tail_len(h));
+    const uint8_t *bad = canary_broken(h, tail_of(h));
     if (bad)
         report_overflow(h, bad, "found at realloc");
     size_t alignment = h->align_log2 ? (size_t)1 << h->align_log2 : 0;
@@ -1036,7 +1092,7 @@ static void verify_block(verify_t *v, debug_header_t *h)
         return;
     }
     if (freed) {
-        const uint8_t *bad = freed_fill_broken(h);
+        const uint8_t *bad = freed_fill_broken(h, alloc_usable_size(h));
         if (bad) {
             v->problems++;
             text_t t;
@@ -1048,7 +1104,7 @@ static void verify_block(verify_t *v, debug_header_t *h)
         }
         return;
     }
-    const uint8_t *bad = canary_broken(h, tail_len(h));
+    const uint8_t *bad = canary_broken(h, tail_of(h));
     if (bad) {
         v->problems++;
         report_overflow(h, bad, "found by ebb_debug_verify");

@@ -144,8 +144,9 @@ static _Unwind_Reason_Code capture_step(struct _Unwind_Context *ctx, void *arg)
  * ------------------------------------------------------------------------- */
 #define CACHE_ENTRIES 2048
 
-/* A trace recorded again (a cache hit): count it as trace_intern would. */
-static void trace_count(uint32_t id);
+/* A trace of `depth` frames recorded again (a cache hit): count it as
+ * trace_intern would. */
+static void trace_count(int depth);
 
 typedef struct cache_entry_s {
     atomic_uint seq;
@@ -177,8 +178,8 @@ static size_t cache_index(uintptr_t slot, uintptr_t ra)
     return (size_t)(h >> 40) % CACHE_ENTRIES;
 }
 
-/* A hit's trace id, or 0. */
-ebb_racy_reader static uint32_t cache_lookup(uintptr_t key_slot, int max)
+/* A hit's trace id (*depth: its frames), or 0. */
+ebb_racy_reader static uint32_t cache_lookup(uintptr_t key_slot, int max, int *out_depth)
 {
     uintptr_t key_ra = *(const uintptr_t *)key_slot;
     cache_entry_t *e = &cache[cache_index(key_slot, key_ra)];
@@ -199,6 +200,7 @@ ebb_racy_reader static uint32_t cache_lookup(uintptr_t key_slot, int max)
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
         return 0;
+    *out_depth = depth;
     return id;
 }
 
@@ -642,17 +644,10 @@ static void capture_walk(capture_t *c, bool allow_fast)
     _Unwind_Backtrace(capture_step, c);
 }
 
-uint32_t trace_capture_id(int max, uintptr_t mark)
+/* A capture the cache did not serve: walk, intern, and remember it. Apart
+ * from trace_capture_id, so that a hit does not set up this frame. */
+static __attribute__((noinline)) uint32_t capture_miss(int max, uintptr_t mark)
 {
-    if (max <= 0)
-        return 0;
-    if (cache && mark != 0) {
-        uint32_t id = cache_lookup(mark - sizeof(uintptr_t), max);
-        if (id) {
-            trace_count(id);
-            return id;
-        }
-    }
     uintptr_t pcs[TRACE_DEPTH_MAX + 16], slots[TRACE_DEPTH_MAX + 16];
     capture_t c = {.pcs = pcs, .slots = slots, .n = 0, .mark = mark, .cacheable = true,
                    .max = max > TRACE_DEPTH_MAX ? TRACE_DEPTH_MAX : max};
@@ -664,6 +659,21 @@ uint32_t trace_capture_id(int max, uintptr_t mark)
     if (id && cache && mark != 0 && c.cacheable && n > 0 && slots[0] == mark - sizeof(uintptr_t))
         cache_store(pcs, slots, n, max, id);
     return id;
+}
+
+uint32_t trace_capture_id(int max, uintptr_t mark)
+{
+    if (max <= 0)
+        return 0;
+    if (cache && mark != 0) {
+        int depth;
+        uint32_t id = cache_lookup(mark - sizeof(uintptr_t), max, &depth);
+        if (id) {
+            trace_count(depth);
+            return id;
+        }
+    }
+    return capture_miss(max, mark);
 }
 
 int trace_crosscheck(uintptr_t mark, int max, uintptr_t *fast, uintptr_t *slow, int *n_slow)
@@ -798,10 +808,9 @@ uint32_t trace_intern(const uintptr_t *pcs, int n)
     return id;
 }
 
-ebb_racy_reader static void trace_count(uint32_t id)
+static void trace_count(int depth)
 {
-    trace_entry_t *e = entry_of(id); /* ids are never freed: no lock needed */
-    atomic_fetch_add_explicit(&raw_bytes, e ? (size_t)e->depth * 8 : 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&raw_bytes, (size_t)depth * 8, memory_order_relaxed);
     atomic_fetch_add_explicit(&traces_interned, 1, memory_order_relaxed);
 }
 
