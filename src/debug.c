@@ -398,7 +398,7 @@ typedef struct quarantine_shard_s {
     char pad[64 - sizeof(lock_t) - 2 * sizeof(void *)]; /* one cache line each */
 } quarantine_shard_t;
 
-static quarantine_shard_t shards[QUARANTINE_SHARDS];
+static quarantine_shard_t shards[QUARANTINE_SHARDS] ebb_cold_bss;
 static atomic_size_t q_bytes;      /* in all shards */
 static atomic_uint q_next_shard;   /* round-robin assignment */
 static __thread unsigned tls_shard; /* this thread's shard + 1; 0: none yet */
@@ -461,7 +461,7 @@ typedef struct reuse_shard_s {
  * page worth purging: they are released as they are). */
 #define REUSE_MIN_PAGES 4
 
-static reuse_shard_t reuse_shards[QUARANTINE_SHARDS];
+static reuse_shard_t reuse_shards[QUARANTINE_SHARDS] ebb_cold_bss;
 static atomic_size_t reuse_bytes;          /* in all shards */
 static unsigned reuse_class_min = CLASS_COUNT; /* the first class cached; set by reuse_init */
 static size_t reuse_max;
@@ -1001,7 +1001,7 @@ static size_t usable_size_impl(const void *p)
 #define CONTEXT_MAX 1024
 #define CONTEXT_NAME_MAX 48
 static lock_t context_lock = LOCK_INIT;
-static char context_names[CONTEXT_MAX][CONTEXT_NAME_MAX];
+static char context_names[CONTEXT_MAX][CONTEXT_NAME_MAX] ebb_cold_bss;
 static size_t context_count = 1; /* 0: no context */
 static __thread uint16_t context_current;
 

@@ -171,7 +171,7 @@ static void mark_word(uintptr_t v)
  * process_vm_readv so that memory unmapped meanwhile is skipped. */
 static void scan_range(uintptr_t start, uintptr_t end)
 {
-    static uintptr_t buf[8192];
+    static uintptr_t buf[8192] ebb_cold_bss;
     start = (start + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
     pid_t self = getpid();
     while (start + sizeof(uintptr_t) <= end) {
@@ -248,7 +248,7 @@ static uintptr_t parse_hex(const char **s)
 
 static void scan_roots(uintptr_t sp)
 {
-    static char maps[1 << 20];
+    static char maps[1 << 20] ebb_cold_bss;
     size_t n = os_read_file("/proc/self/maps", maps, sizeof maps - 1);
     maps[n] = '\0';
     for (const char *line = maps; *line;) {

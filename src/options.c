@@ -134,7 +134,7 @@ void options_init(void)
         return;
     }
     /* Too early for the C library's environ: read the kernel's copy. */
-    static char env_copy[32768];
+    static char env_copy[32768] ebb_cold_bss;
     size_t n = os_read_file("/proc/self/environ", env_copy, sizeof env_copy - 1);
     env_copy[n] = '\0';
     for (size_t i = 0; i < n;) {

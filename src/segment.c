@@ -69,7 +69,9 @@ static segment_t *all_segments;
  * ------------------------------------------------------------------------- */
 #define MAP_ADDRESS_BITS 48
 #define MAP_UNITS        ((size_t)1 << (MAP_ADDRESS_BITS - SEGMENT_SHIFT))
-static _Atomic(uint64_t) segment_map[MAP_UNITS / 64];
+/* Page-aligned: a page of the map covers an aligned 128 GiB of address space,
+ * so the segments of a process usually need one page of it, not two. */
+static _Atomic(uint64_t) segment_map[MAP_UNITS / 64] ebb_cold_bss __attribute__((aligned(4096)));
 
 void segment_map_set(const void *seg, bool present)
 {

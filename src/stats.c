@@ -333,7 +333,7 @@ static void stats_report(int fd, const char *when)
     struct ebb_stats st;
     struct ebb_heap_summary sum;
     stats_fill(&st, &sum);
-    static struct ebb_heap_summary total; /* too big for a small thread stack */
+    static struct ebb_heap_summary total ebb_cold_bss; /* too big for a small thread stack */
     memset(&total, 0, sizeof total);
     ebb_heap_walk(capture_total, NULL, &total);
 

@@ -708,8 +708,8 @@ typedef struct trace_entry_s {
 } trace_entry_t;
 
 static lock_t registry_lock = LOCK_INIT;
-static uint32_t buckets[TRACE_BUCKETS];
-static uint8_t *chunks[TRACE_CHUNKS];
+static uint32_t buckets[TRACE_BUCKETS] ebb_cold_bss;
+static uint8_t *chunks[TRACE_CHUNKS] ebb_cold_bss;
 static size_t chunk_count, chunk_used;
 static atomic_size_t registry_bytes;   /* entries stored (their chunks' used part) */
 static atomic_size_t raw_bytes;        /* 8 bytes per frame of every trace interned */
@@ -1022,7 +1022,7 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
     }
     /* file:line, one addr2line run per module. (Static: reports are
      * serialized by debug.c.) */
-    static char lines[TRACE_DEPTH_MAX][160];
+    static char lines[TRACE_DEPTH_MAX][160] ebb_cold_bss;
     memset(lines, 0, sizeof lines);
     bool done[TRACE_DEPTH_MAX] = {false};
     for (int i = 0; i < n; i++) {

@@ -165,7 +165,7 @@ EBB_API int ebb_heap_walk(ebb_heap_visit_fn on_heap, ebb_block_visit_fn on_block
     }
     /* Static: the summary is 3 KiB, too much for a small thread stack; the
      * purge exclusion makes walks one at a time. */
-    static walk_t w;
+    static walk_t w ebb_cold_bss;
     purge_exclusive_begin();
     w = (walk_t){.on_heap = on_heap, .on_block = on_block, .arg = arg, .all_exact = true};
 
