@@ -1319,6 +1319,54 @@ static void resident_slices_are_reused_before_purged_ones(void)
     expect_child_passes("child_resident_slices_are_reused_before_purged_ones", env, 30);
 }
 
+/* The retention bound of a live huge block (internal.h, HUGE_TAKE_SLACK_DIV):
+ * a cached mapping is taken as it is only for a request it exceeds by at most
+ * half; a bigger one is cut to size, and its tail goes back to the OS. No
+ * background purge (EBB_PURGE_DELAY=-1): the cached mapping stays resident
+ * until it is taken. */
+static void child_a_huge_block_holds_at_most_1_5x_its_size(void)
+{
+    const size_t big = 6 * MiB;
+    unsigned char *a = malloc(big);
+    REQUIRE(a != NULL, "malloc(6 MiB) failed");
+    touch(a, big, 1);
+    free(a); /* cached, resident */
+    /* 4.5 MiB: the 6 MiB mapping is within 1.5x, taken as it is. */
+    unsigned char *b = malloc(4 * MiB + 512 * KiB);
+    REQUIRE(b != NULL, "malloc(4.5 MiB) failed");
+    size_t usable_b = malloc_usable_size(b);
+    printf("    info: 4.5 MiB after a 6 MiB block was freed: %p (was %p), usable %zu KiB\n",
+           (void *)b, (void *)a, usable_b / KiB);
+    CHECK(b == a && usable_b >= big - 64 * KiB,
+          "a 4.5 MiB request should take the cached 6 MiB mapping as it is (within 1.5x): "
+          "got %p (the cached block was %p), usable %zu KiB", (void *)b, (void *)a,
+          usable_b / KiB);
+    free(b);
+    /* 3.5 MiB: 6 MiB is more than 1.5x, so the mapping is cut to size and
+     * what was cut is no longer resident. */
+    long before = rss_now();
+    unsigned char *c = malloc(3 * MiB + 512 * KiB);
+    REQUIRE(c != NULL, "malloc(3.5 MiB) failed");
+    size_t usable_c = malloc_usable_size(c);
+    touch(c, 3 * MiB + 512 * KiB, 2);
+    long after = rss_now();
+    printf("    info: 3.5 MiB next: usable %zu KiB, RSS %+ld KiB\n", usable_c / KiB,
+           (after - before) / 1024);
+    CHECK(usable_c < 3 * MiB + 512 * KiB + 64 * KiB,
+          "a 3.5 MiB request should cut the cached 6 MiB mapping to size (more than 1.5x): "
+          "usable %zu KiB", usable_c / KiB);
+    CHECK(after - before <= -(long)(2 * MiB),
+          "the 2.5 MiB cut off the cached mapping should leave RSS: RSS changed by %+ld KiB",
+          (after - before) / 1024);
+    free(c);
+}
+
+static void a_huge_block_holds_at_most_1_5x_its_size(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_a_huge_block_holds_at_most_1_5x_its_size", env, 30);
+}
+
 /* 002's threads stay alive after their work. A thread that frees the last
  * block of a written segment and waits hands the segment to the shared cache
  * (page.c, page_hand_off_segment), and a thread that needs slices takes
@@ -2404,6 +2452,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_purge_delay_zero_returns_memory_at_once),
     CHILD_CASE(child_purge_delay_never_keeps_memory_until_malloc_trim),
     CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
+    CHILD_CASE(child_a_huge_block_holds_at_most_1_5x_its_size),
     CHILD_CASE(child_one_block_at_a_time_over_many_classes_reuses_one_page),
     CHILD_CASE(child_a_waiting_thread_hands_its_written_segment_on),
     CHILD_CASE(child_malloc_trim_returns_everything_at_once),
@@ -2466,6 +2515,7 @@ int main(int argc, char **argv)
     RUN_CASE(purge_delay_zero_returns_memory_at_once);
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
+    RUN_CASE(a_huge_block_holds_at_most_1_5x_its_size);
     RUN_CASE(one_block_at_a_time_over_many_classes_reuses_one_page);
     RUN_CASE(a_waiting_thread_hands_its_written_segment_on);
     RUN_CASE(malloc_trim_returns_everything_at_once);
