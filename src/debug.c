@@ -768,7 +768,10 @@ static void free_list_check(void *block)
     report("corrupted free list", (uint8_t *)block + sizeof(debug_header_t), NULL, text_cstr(&t));
 }
 
-static void *alloc_impl(size_t size, size_t alignment, bool zero)
+/* A new block of `size` user bytes, zeroed or filled with the new-memory
+ * fill; the first `copied` bytes are left as they are instead, for realloc,
+ * which copies the old contents over them at once. */
+static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t copied)
 {
     if (alignment < MIN_ALIGN)
         alignment = MIN_ALIGN;
@@ -810,10 +813,15 @@ static void *alloc_impl(size_t size, size_t alignment, bool zero)
     uint8_t *user = user_of(h);
     if (zero)
         memset(user, 0, size);
-    else
-        fill(user, size, cfg.fill_alloc);
+    else if (copied < size)
+        fill(user + copied, size - copied, cfg.fill_alloc);
     canary_write(h);
     return user;
+}
+
+static void *alloc_impl(size_t size, size_t alignment, bool zero)
+{
+    return alloc_impl_copy(size, alignment, zero, 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -975,11 +983,13 @@ static void *realloc_impl(void *p, size_t size)
     if (bad)
         report_overflow(h, bad, "found at realloc");
     size_t alignment = h->align_log2 ? (size_t)1 << h->align_log2 : 0;
-    /* Always move: a block that stayed in place would hide a stale pointer. */
-    void *q = alloc_impl(size, alignment, false);
+    /* Always move: a block that stayed in place would hide a stale pointer.
+     * The new block is filled only past what is copied into it. */
+    size_t copied = h->size < size ? h->size : size;
+    void *q = alloc_impl_copy(size, alignment, false, copied);
     if (q == NULL)
         return NULL; /* p is untouched */
-    memcpy(q, p, h->size < size ? h->size : size);
+    memcpy(q, p, copied);
     free_impl(p, 0, 0, DEBUG_FREE_PLAIN);
     return q;
 }

@@ -92,6 +92,7 @@ static void usable_size_is_the_requested_size(void)
 
 static void realloc_moves_and_keeps_the_contents(void)
 {
+    int fill = env_byte("EBB_DEBUG_FILL_ALLOC", 0xA5);
     char *p = NULL;
     size_t sizes[] = {10, 100, 50, 5000, 300000, 20, 3 << 20, 7};
     size_t have = 0;
@@ -105,6 +106,16 @@ static void realloc_moves_and_keeps_the_contents(void)
                 CHECK(0, "realloc to %zu lost byte %zu", sizes[k], i);
                 break;
             }
+        /* Past the old contents: new memory, with the new-memory fill (over
+         * its first and last 64 KiB when it is above 1 MiB, as any block). */
+        size_t grown = sizes[k] - keep, edge = grown > ((size_t)1 << 20) ? 64 << 10 : grown;
+        size_t bad = 0;
+        CHECK(all_bytes((unsigned char *)q + keep, edge, fill, &bad),
+              "realloc from %zu to %zu: byte %zu is 0x%02x, expected the fill 0x%02x", have,
+              sizes[k], keep + bad, (unsigned char)q[keep + bad], fill);
+        CHECK(all_bytes((unsigned char *)q + sizes[k] - edge, edge, fill, &bad),
+              "realloc from %zu to %zu: byte %zu is 0x%02x, expected the fill 0x%02x", have,
+              sizes[k], sizes[k] - edge + bad, (unsigned char)q[sizes[k] - edge + bad], fill);
         for (size_t i = 0; i < sizes[k]; i++)
             q[i] = (char)(i * 7);
         CHECK(malloc_usable_size(q) == sizes[k], "usable size after realloc: %zu, expected %zu",
