@@ -191,7 +191,7 @@ static void fill(uint8_t *p, size_t n, uint8_t byte)
  * is vectorized, and checking fills is the largest part of debug mode's cost
  * for small blocks. */
 #define PATTERN_BYTES 1024
-static uint8_t free_pattern[PATTERN_BYTES], canary_pattern[PATTERN_BYTES];
+static uint8_t free_pattern[PATTERN_BYTES] ebb_cold_bss, canary_pattern[PATTERN_BYTES] ebb_cold_bss;
 
 static void patterns_init(void)
 {

@@ -47,13 +47,14 @@
 #define ebb_noinline    __attribute__((noinline))
 #define ebb_internal    __attribute__((visibility("hidden")))
 
-/* For a zero-initialised static array of a page or more that is touched
- * sparsely or not at all in most processes (the segment map, debug mode's
- * tables, buffers for rare paths): kept apart from the small globals, which
- * then share two pages instead of spreading over five. Every process that
- * loads ebb pays for each page touched. GCC on x86-64 places .lbss after
- * .bss; elsewhere (and with clang 14, which would make .lbss a data section
- * stored in the file) it is an ordinary array. */
+/* For a zero-initialised static array that is touched sparsely or not at all
+ * in most processes (the segment map, debug mode's tables and patterns,
+ * buffers for rare paths): kept apart from the small globals, which then fit
+ * with .data in one page (about 64 bytes to spare: check `readelf -S` when
+ * adding a global) instead of spreading over five. Every process that loads
+ * ebb pays for each page touched. GCC on x86-64 places .lbss after .bss;
+ * elsewhere (and with clang 14, which would make .lbss a data section stored
+ * in the file) it is an ordinary array. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ebb_cold_bss __attribute__((section(".lbss")))
 #else

@@ -52,7 +52,7 @@
 /* Registered by debug_init before the first capture, and never after: the
  * fast unwinder's rule table (below) keeps, per pc, whether its function is
  * one of them. */
-static const void *entry_points[64];
+static const void *entry_points[64] ebb_cold_bss;
 static size_t entry_count;
 
 void trace_add_entry_point(const void *fn)
