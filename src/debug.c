@@ -187,6 +187,23 @@ static void fill(uint8_t *p, size_t n, uint8_t byte)
     }
 }
 
+/* What fill(p, n, byte) writes, leaving the first `from` bytes alone: for
+ * realloc, which copies the old contents there. A block above FILL_FULL_MAX
+ * is still filled over its own first and last FILL_EDGE bytes only. */
+static void fill_past(uint8_t *p, size_t n, size_t from, uint8_t byte)
+{
+    if (from >= n)
+        return;
+    if (n <= FILL_FULL_MAX) {
+        memset(p + from, byte, n - from);
+        return;
+    }
+    if (from < FILL_EDGE)
+        memset(p + from, byte, FILL_EDGE - from);
+    size_t tail = n - FILL_EDGE > from ? n - FILL_EDGE : from;
+    memset(p + tail, byte, n - tail);
+}
+
 /* Blocks of the free fill and the canary byte, for memcmp: the C library's
  * is vectorized, and checking fills is the largest part of debug mode's cost
  * for small blocks. */
@@ -813,8 +830,8 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
     uint8_t *user = user_of(h);
     if (zero)
         memset(user, 0, size);
-    else if (copied < size)
-        fill(user + copied, size - copied, cfg.fill_alloc);
+    else
+        fill_past(user, size, copied, cfg.fill_alloc);
     canary_write(h);
     return user;
 }
@@ -829,20 +846,68 @@ static void *alloc_impl(size_t size, size_t alignment, bool zero)
  * ------------------------------------------------------------------------- */
 typedef enum { PTR_OK, PTR_FOREIGN, PTR_INTERIOR, PTR_FREED, PTR_DAMAGED, PTR_NOT_LIVE } ptr_kind_t;
 
+/* What p is, given the underlying block h it lies in (p >= h); h. */
+static debug_header_t *header_judge(const void *p, debug_header_t *h, ptr_kind_t *kind)
+{
+    if (h->magic == (DEBUG_MAGIC_FREED ^ (uintptr_t)h)) {
+        *kind = (uint8_t *)p == user_of(h) ? PTR_FREED : PTR_INTERIOR;
+        return h;
+    }
+    if (h->magic != (DEBUG_MAGIC_LIVE ^ (uintptr_t)h)) {
+        /* A free block of the underlying allocator (p was never returned, or
+         * was freed long ago), or a header overwritten from its first word. */
+        *kind = PTR_NOT_LIVE;
+        return h;
+    }
+    if (h->check != header_check(h) || h->offset < sizeof *h || h->offset > alloc_usable_size(h)) {
+        *kind = PTR_DAMAGED; /* live, but a write changed its header */
+        return h;
+    }
+    *kind = (uint8_t *)p == user_of(h) ? PTR_OK : PTR_INTERIOR;
+    return h;
+}
+
+/* A block aligned to SEGMENT_SIZE or more is a huge mapping whose header
+ * lies one segment below the block (large.c), and its user pointer is
+ * `alignment` bytes into it (the header rounded up), in a unit the segment
+ * map does not mark. The block p is the user pointer of, if any: tried for
+ * each power-of-two alignment from SEGMENT_SIZE that p has. */
+static uint8_t *huge_aligned_block_of(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    for (size_t a = SEGMENT_SIZE; a != 0 && a < u && (u & (a - 1)) == 0; a <<= 1) {
+        uint8_t *block = (uint8_t *)(u - a);
+        if (!segment_map_contains(block))
+            continue;
+        segment_t *seg = ptr_segment(block);
+        if (seg->kind == SEGMENT_HUGE && seg->alignment == a &&
+            (uint8_t *)seg + seg->block_offset == block)
+            return block;
+    }
+    return NULL;
+}
+
 /* The header of the underlying block containing p (NULL if p is in no live
  * block of ours), and what p is. */
 static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
 {
     *kind = PTR_FOREIGN;
-    if (!segment_map_contains(p))
-        return NULL;
+    if (!segment_map_contains(p)) {
+        uint8_t *huge = huge_aligned_block_of(p);
+        if (huge == NULL)
+            return NULL;
+        return header_judge(p, (debug_header_t *)huge, kind);
+    }
     segment_t *seg = ptr_segment(p);
     /* The common case first: p is the user pointer of a live block with the
      * default layout, its header just below it. A live magic is xor-ed with
      * its own address, so it is found only where a header was written, at a
      * block's start: no division to find the block. The whole of a normal
-     * segment is mapped, so the header's place can be read whatever p is. */
-    if (((uintptr_t)p & SEGMENT_MASK) >= sizeof(debug_header_t) && seg->kind == SEGMENT_NORMAL) {
+     * segment is mapped, so the header's place can be read whatever p is;
+     * a user pointer of this layout is MIN_ALIGN-aligned, so the header is
+     * read aligned. */
+    if (((uintptr_t)p & (MIN_ALIGN - 1)) == 0 &&
+        ((uintptr_t)p & SEGMENT_MASK) >= sizeof(debug_header_t) && seg->kind == SEGMENT_NORMAL) {
         debug_header_t *h = (debug_header_t *)((uint8_t *)p - sizeof *h);
         if (h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h) && h->offset == sizeof *h &&
             h->check == header_check(h)) {
@@ -869,23 +934,7 @@ static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
     }
     if ((uint8_t *)p < block)
         return NULL;
-    debug_header_t *h = (debug_header_t *)block;
-    if (h->magic == (DEBUG_MAGIC_FREED ^ (uintptr_t)h)) {
-        *kind = (uint8_t *)p == user_of(h) ? PTR_FREED : PTR_INTERIOR;
-        return h;
-    }
-    if (h->magic != (DEBUG_MAGIC_LIVE ^ (uintptr_t)h)) {
-        /* A free block of the underlying allocator (p was never returned, or
-         * was freed long ago), or a header overwritten from its first word. */
-        *kind = PTR_NOT_LIVE;
-        return h;
-    }
-    if (h->check != header_check(h) || h->offset < sizeof *h || h->offset > alloc_usable_size(h)) {
-        *kind = PTR_DAMAGED; /* live, but a write changed its header */
-        return h;
-    }
-    *kind = (uint8_t *)p == user_of(h) ? PTR_OK : PTR_INTERIOR;
-    return h;
+    return header_judge(p, (debug_header_t *)block, kind);
 }
 
 /* Report p if it is not a live block's user pointer; true if it is. */

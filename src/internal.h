@@ -52,9 +52,11 @@
  * buffers for rare paths): kept apart from the small globals, which then fit
  * with .data in one page (about 64 bytes to spare: check `readelf -S` when
  * adding a global) instead of spreading over five. Every process that loads
- * ebb pays for each page touched. GCC on x86-64 places .lbss after .bss;
- * elsewhere (and with clang 14, which would make .lbss a data section stored
- * in the file) it is an ordinary array. */
+ * ebb pays for each page touched. With GCC on x86-64 the GNU assembler makes
+ * .lbss a no-bits section and the linkers (bfd, gold, lld) place it after
+ * .bss (tests/test_exports.sh checks the library); elsewhere (and with
+ * clang 14, which would make .lbss a data section stored in the file) it is
+ * an ordinary array. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ebb_cold_bss __attribute__((section(".lbss")))
 #else

@@ -105,8 +105,9 @@ static void huge_cache_remove_locked(size_t i)
 }
 
 /* Take the cached mapping that fits `total` best (same layout): as it is if
- * it is big enough but at most 1.5 times `total` (HUGE_TAKE_SLACK_DIV), else
- * resized to `total`; NULL if none. *zero: its block reads as zero. */
+ * it is big enough and exceeds `total` by at most half the block's part of it
+ * (total - offset; HUGE_TAKE_SLACK_DIV), else resized to `total`; NULL if
+ * none. *zero: its block reads as zero. */
 static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment, bool *zero)
 {
     lock_acquire(&huge_lock);
@@ -137,7 +138,7 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
      * may still be resident (not purged yet), and cutting its tail now would
      * only mean faulting fresh pages in at the next bigger request: a loop of
      * varying sizes would page-fault on every allocation. */
-    if (seg->map_size >= total && seg->map_size - total <= total / HUGE_TAKE_SLACK_DIV)
+    if (seg->map_size >= total && seg->map_size - total <= (total - offset) / HUGE_TAKE_SLACK_DIV)
         return seg;
     if (seg->map_size != total) {
         if (os_remap_inplace(seg, seg->map_size, total)) {

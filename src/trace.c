@@ -646,7 +646,7 @@ static void capture_walk(capture_t *c, bool allow_fast)
 
 /* A capture the cache did not serve: walk, intern, and remember it. Apart
  * from trace_capture_id, so that a hit does not set up this frame. */
-static __attribute__((noinline)) uint32_t capture_miss(int max, uintptr_t mark)
+static ebb_noinline uint32_t capture_miss(int max, uintptr_t mark)
 {
     uintptr_t pcs[TRACE_DEPTH_MAX + 16], slots[TRACE_DEPTH_MAX + 16];
     capture_t c = {.pcs = pcs, .slots = slots, .n = 0, .mark = mark, .cacheable = true,

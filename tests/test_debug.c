@@ -94,7 +94,7 @@ static void realloc_moves_and_keeps_the_contents(void)
 {
     int fill = env_byte("EBB_DEBUG_FILL_ALLOC", 0xA5);
     char *p = NULL;
-    size_t sizes[] = {10, 100, 50, 5000, 300000, 20, 3 << 20, 7};
+    size_t sizes[] = {10, 100, 50, 5000, 300000, 20, 2 << 20, 3 << 20, 7};
     size_t have = 0;
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         char *q = realloc(p, sizes[k]);
@@ -106,16 +106,19 @@ static void realloc_moves_and_keeps_the_contents(void)
                 CHECK(0, "realloc to %zu lost byte %zu", sizes[k], i);
                 break;
             }
-        /* Past the old contents: new memory, with the new-memory fill (over
-         * its first and last 64 KiB when it is above 1 MiB, as any block). */
-        size_t grown = sizes[k] - keep, edge = grown > ((size_t)1 << 20) ? 64 << 10 : grown;
-        size_t bad = 0;
-        CHECK(all_bytes((unsigned char *)q + keep, edge, fill, &bad),
-              "realloc from %zu to %zu: byte %zu is 0x%02x, expected the fill 0x%02x", have,
-              sizes[k], keep + bad, (unsigned char)q[keep + bad], fill);
-        CHECK(all_bytes((unsigned char *)q + sizes[k] - edge, edge, fill, &bad),
-              "realloc from %zu to %zu: byte %zu is 0x%02x, expected the fill 0x%02x", have,
-              sizes[k], sizes[k] - edge + bad, (unsigned char)q[sizes[k] - edge + bad], fill);
+        /* Past the old contents: new memory, with the new-memory fill; a
+         * block above 1 MiB, as any, over its first and last 64 KiB only. */
+        size_t n = sizes[k], edge = n > ((size_t)1 << 20) ? (size_t)64 << 10 : n;
+        size_t head_end = edge, tail_start = n - edge;
+        size_t spans[2][2] = {{keep, head_end}, {tail_start > keep ? tail_start : keep, n}};
+        for (int s = 0; s < 2; s++) {
+            size_t from = spans[s][0], to = spans[s][1], bad = 0;
+            if (from >= to)
+                continue;
+            CHECK(all_bytes((unsigned char *)q + from, to - from, fill, &bad),
+                  "realloc from %zu to %zu: byte %zu is 0x%02x, expected the fill 0x%02x", have,
+                  n, from + bad, (unsigned char)q[from + bad], fill);
+        }
         for (size_t i = 0; i < sizes[k]; i++)
             q[i] = (char)(i * 7);
         CHECK(malloc_usable_size(q) == sizes[k], "usable size after realloc: %zu, expected %zu",
@@ -124,6 +127,32 @@ static void realloc_moves_and_keeps_the_contents(void)
         have = sizes[k];
     }
     CHECK(realloc(p, 0) == NULL, "realloc(p, 0) frees and returns NULL");
+}
+
+/* Alignments of a segment (4 MiB) and more: the block is a huge mapping and
+ * its user pointer lies in a unit of its own; free, realloc and
+ * malloc_usable_size must still find it (they used to report it foreign). */
+static void segment_alignments_free_and_realloc_cleanly(void)
+{
+    for (size_t a = (size_t)4 << 20; a <= ((size_t)16 << 20); a <<= 1) {
+        size_t sizes[] = {100, (size_t)5 << 20};
+        for (int k = 0; k < 2; k++) {
+            void *p = NULL;
+            int rc = posix_memalign(&p, a, sizes[k]);
+            REQUIRE(rc == 0 && p, "posix_memalign(%zu, %zu) failed", a, sizes[k]);
+            CHECK(((uintptr_t)p & (a - 1)) == 0, "posix_memalign(%zu) gave %p", a, p);
+            CHECK(malloc_usable_size(p) == sizes[k], "usable size %zu, expected %zu",
+                  malloc_usable_size(p), sizes[k]);
+            memset(p, 0x5A, sizes[k]);
+            void *q = realloc(p, sizes[k] + 10);
+            REQUIRE(q != NULL, "realloc of a %zu-aligned block failed", a);
+            CHECK(((unsigned char *)q)[0] == 0x5A, "realloc kept the contents");
+            free(q);
+            void *r = aligned_alloc(a, sizes[k]);
+            REQUIRE(r != NULL, "aligned_alloc(%zu) failed", a);
+            free_aligned_sized(r, a, sizes[k]);
+        }
+    }
 }
 
 static void every_alignment_up_to_1_mib(void)
@@ -379,6 +408,7 @@ int main(void)
     RUN_CASE(usable_size_is_the_requested_size);
     RUN_CASE(realloc_moves_and_keeps_the_contents);
     RUN_CASE(every_alignment_up_to_1_mib);
+    RUN_CASE(segment_alignments_free_and_realloc_cleanly);
     RUN_CASE(quarantine_is_bounded_counted_and_trimmed);
     RUN_CASE(blocks_out_of_quarantine_are_reused_without_faults);
     RUN_CASE(reuse_cache_is_bounded_and_drains_by_itself);

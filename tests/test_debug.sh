@@ -71,6 +71,7 @@ expect free_foreign         "free of a pointer ebb never returned (foreign)"    
 expect free_stack           "free of a pointer ebb never returned (foreign)"       -
 expect free_interior        "free of an interior pointer"                          allocate_victim
 expect free_interior_copied_header "free of an interior pointer"                    allocate_victim
+expect free_aligned_minus_16 "free of an interior pointer"                          allocate_victim_aligned
 expect free_sized_wrong     "free with the wrong size"                             allocate_victim
 expect free_aligned_wrong   "free with the wrong alignment"                        allocate_victim_aligned
 expect overflow             "heap-buffer-overflow"                                 allocate_victim

@@ -12,6 +12,12 @@
 #                               malloc@GLIBC_2.2.5, so a versioned one would not
 #                               interpose under LD_PRELOAD
 #   soname_is_libebb_so_0       readelf -d shows SONAME libebb.so.0
+#   cold_arrays_take_no_file_space  the big zero-initialised arrays
+#                               (ebb_cold_bss, src/internal.h) are in no-bits
+#                               sections: .lbss, if there, is NOBITS and the
+#                               library file stays under 2 MiB (the segment map
+#                               alone is 8 MiB); and .data with the small
+#                               globals of .bss fits in one page
 set -u
 LIB=${1:-build/libebb.so}
 fails=0
@@ -82,5 +88,27 @@ before=$fails
 soname=$(readelf -d "$LIB" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
 [ "$soname" = libebb.so.0 ] || fail "expected SONAME libebb.so.0, got '${soname:-none}'"
 [ $fails -eq $before ] && echo "[  OK  ] soname_is_libebb_so_0" || echo "[ FAIL ] soname_is_libebb_so_0"
+
+echo "[ RUN  ] cold_arrays_take_no_file_space"
+before=$fails
+lbss_type=$(readelf -S -W "$LIB" | awk '$2 == ".lbss" { print $3 } $3 == ".lbss" { print $4 }')
+[ -z "$lbss_type" ] || [ "$lbss_type" = NOBITS ] ||
+    fail ".lbss should be a NOBITS section (no bytes in the file); it is $lbss_type"
+size=$(stat -c %s "$LIB")
+[ "$size" -lt $((2 * 1024 * 1024)) ] ||
+    fail "libebb.so is $size bytes: a big zero-initialised array is stored in the file"
+# .data and .bss: start of one, end of the other, in the same page.
+section() { # name -> "address size" (hex, without 0x)
+    readelf -S -W "$LIB" | awk -v n="$1" '{ for (i = 1; i <= NF; i++) if ($i == n) print $(i + 2), $(i + 4) }'
+}
+if [ -n "$lbss_type" ]; then # the GCC build, where ebb_cold_bss places the big arrays
+    read -r data_at data_size < <(section .data)
+    read -r bss_at bss_size < <(section .bss)
+    first=$((16#$data_at / 4096)) last=$(((16#$bss_at + 16#$bss_size - 1) / 4096))
+    [ "$first" -eq "$last" ] ||
+        fail ".data (0x$data_at) to the end of .bss (0x$bss_at + 0x$bss_size) spans $((last - first + 1)) pages;" \
+             "keep the small globals in one (ebb_cold_bss for big arrays)"
+fi
+[ $fails -eq $before ] && echo "[  OK  ] cold_arrays_take_no_file_space" || echo "[ FAIL ] cold_arrays_take_no_file_space"
 
 [ $fails -eq 0 ]

@@ -1,0 +1,21 @@
+/* free of a pointer 16 bytes before a 64-byte-aligned block's user pointer:
+ * the block's header lies 48 bytes below it, live and intact, but the block's
+ * user bytes start 64 bytes after its header, so this is an interior pointer
+ * (free's look for a header just below the pointer must check the layout). */
+#include "fault.h"
+
+__attribute__((noinline)) static char *allocate_victim_aligned(void)
+{
+    char *p = aligned_alloc(64, 192);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+int main(void)
+{
+    char *p = allocate_victim_aligned();
+    announce(p - 16);
+    free(p - 16);
+    free(p); /* the block itself is still sound */
+    return survived();
+}
