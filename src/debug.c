@@ -937,8 +937,26 @@ static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
     return header_judge(p, (debug_header_t *)block, kind);
 }
 
+/* The call a pointer was given to, which names the fault. */
+typedef enum { CALL_FREE, CALL_REALLOC, CALL_USABLE_SIZE } call_t;
+
+/* Fault names by call: free, realloc, malloc_usable_size. */
+static const char *const fault_foreign[] = {
+    "free of a pointer ebb never returned (foreign)",
+    "realloc of a pointer ebb never returned (foreign)",
+    "malloc_usable_size of a pointer ebb never returned (foreign)"};
+static const char *const fault_interior[] = {"free of an interior pointer",
+                                             "realloc of an interior pointer",
+                                             "malloc_usable_size of an interior pointer"};
+static const char *const fault_freed[] = {"double free", "realloc of a freed block",
+                                          "malloc_usable_size of a freed block"};
+static const char *const fault_not_live[] = {
+    "free of a pointer that is not a live block",
+    "realloc of a pointer that is not a live block",
+    "malloc_usable_size of a pointer that is not a live block"};
+
 /* Report p if it is not a live block's user pointer; true if it is. */
-static bool pointer_sound(const void *p, const char *what, debug_header_t **out)
+static bool pointer_sound(const void *p, call_t call, debug_header_t **out)
 {
     ptr_kind_t kind;
     debug_header_t *h = header_for(p, &kind);
@@ -947,16 +965,14 @@ static bool pointer_sound(const void *p, const char *what, debug_header_t **out)
     case PTR_OK:
         return true;
     case PTR_FOREIGN:
-        report(what[0] == 'r' ? "realloc of a pointer ebb never returned (foreign)"
-                              : "free of a pointer ebb never returned (foreign)", p, NULL, NULL);
+        report(fault_foreign[call], p, NULL, NULL);
         return false;
     case PTR_INTERIOR:
-        report(what[0] == 'r' ? "realloc of an interior pointer" : "free of an interior pointer", p,
-               h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h) ? h : NULL,
+        report(fault_interior[call], p, h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h) ? h : NULL,
                "the pointer lies inside a block but is not its start");
         return false;
     case PTR_FREED:
-        report(what[0] == 'r' ? "realloc of a freed block" : "double free", p, h, NULL);
+        report(fault_freed[call], p, h, NULL);
         return false;
     case PTR_DAMAGED:
         /* The size and traces come from the damaged header: shown, flagged. */
@@ -965,8 +981,7 @@ static bool pointer_sound(const void *p, const char *what, debug_header_t **out)
                "traces below are read from it and may be wrong too)");
         return false;
     case PTR_NOT_LIVE:
-        report(what[0] == 'r' ? "realloc of a pointer that is not a live block"
-                              : "free of a pointer that is not a live block", p, NULL,
+        report(fault_not_live[call], p, NULL,
                "freed long ago (it left the quarantine), never returned by malloc, or its "
                "block's header was overwritten from its first word");
         return false;
@@ -982,7 +997,7 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
     if (p == NULL)
         return;
     debug_header_t *h;
-    if (!pointer_sound(p, "free", &h))
+    if (!pointer_sound(p, CALL_FREE, &h))
         return; /* reported; with continue, the bad free is ignored */
     if (how != DEBUG_FREE_PLAIN && size != h->size) {
         text_t t;
@@ -1020,7 +1035,7 @@ static void *realloc_impl(void *p, size_t size)
     if (p == NULL)
         return alloc_impl(size, 0, false);
     debug_header_t *h;
-    if (!pointer_sound(p, "realloc", &h)) {
+    if (!pointer_sound(p, CALL_REALLOC, &h)) {
         errno = EINVAL;
         return NULL;
     }
@@ -1048,7 +1063,7 @@ static size_t usable_size_impl(const void *p)
     if (p == NULL)
         return 0;
     debug_header_t *h;
-    if (!pointer_sound(p, "usable", &h))
+    if (!pointer_sound(p, CALL_USABLE_SIZE, &h))
         return 0;
     return h->size;
 }

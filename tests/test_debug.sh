@@ -81,6 +81,7 @@ expect use_after_free_big   "heap-use-after-free"                               
 expect use_after_free_tail  "heap-use-after-free"                                  allocate_victim EBB_DEBUG_QUARANTINE=4096
 expect realloc_freed        "realloc of a freed block"                             allocate_victim
 expect realloc_foreign      "realloc of a pointer ebb never returned (foreign)"    -
+expect usable_size_freed    "malloc_usable_size of a freed block"                  allocate_victim
 expect free_list_write      "corrupted free list"                                  -
 expect verify_overflow      "heap-buffer-overflow"                                 allocate_victim
 expect verify_use_after_free "heap-use-after-free"                                 allocate_victim
