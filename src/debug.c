@@ -762,25 +762,36 @@ size_t debug_quarantine_bytes(void)
  * block by its first word, which a write before a freed block's start (or
  * after it left the quarantine) may have changed. Check the link now, before
  * the next malloc follows it: a bad one is reported, and the page's free list
- * is cut there (its remaining free blocks are lost, nothing else). */
+ * is cut there (its remaining free blocks are lost, nothing else).
+ * The page's free list is the owner's, so it is read (and cut) inside a busy
+ * window and only while this thread still owns the segment: the scavenger
+ * may quiesce an idle-looking heap and collect its pages (heap.c, steps 2-4),
+ * and then the check is skipped. */
 static void free_list_check(void *block)
 {
     segment_t *seg = ptr_segment(block);
     if (seg->kind != SEGMENT_NORMAL)
         return;
     page_t *page = segment_page_of(seg, block);
-    if (page->kind != PAGE_SMALL || page->free == NULL)
-        return;
-    uintptr_t next = (uintptr_t)page->free, start = (uintptr_t)page_start(page);
-    size_t bs = page->block_size;
-    if (next >= start && next < start + (size_t)page->capacity * bs && (next - start) % bs == 0)
+    uintptr_t next = 0, owner = tls_debug_heap ? tls_debug_heap->thread_id : 0;
+    busy_enter();
+    if (owner != 0 && atomic_load_explicit(&seg->thread_id, memory_order_acquire) == owner &&
+        page->kind == PAGE_SMALL && page->free != NULL) {
+        uintptr_t link = (uintptr_t)page->free, start = (uintptr_t)page_start(page);
+        size_t bs = page->block_size;
+        if (link < start || link >= start + (size_t)page->capacity * bs || (link - start) % bs != 0) {
+            next = link;
+            page->free = NULL;
+        }
+    }
+    busy_leave();
+    if (next == 0)
         return;
     text_t t;
     text_init(&t, -1);
     text_add(&t, "this freed block's free-list link was changed to ");
     text_add_hex(&t, next);
     text_add(&t, ", not a block of its page: a write into freed memory");
-    page->free = NULL;
     /* The block's user pointer when it was freed (the default layout). */
     report("corrupted free list", (uint8_t *)block + sizeof(debug_header_t), NULL, text_cstr(&t));
 }
@@ -923,7 +934,10 @@ static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
         if (page->kind == PAGE_SMALL) {
             uint8_t *start = page_start(page);
             size_t idx = ((uintptr_t)p - (uintptr_t)start) / page->block_size;
-            if (idx >= page->capacity)
+            /* reserved, not capacity: the owner grows capacity as it
+             * carves, unsynchronised with this (maybe another) thread. A
+             * pointer into the part not carved yet finds no live header. */
+            if (idx >= page->reserved)
                 return NULL;
             block = start + idx * page->block_size;
         } else if (page->kind == PAGE_LARGE) {

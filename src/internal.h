@@ -254,8 +254,10 @@ typedef struct page_s {
     /* Owner-only. Blocks handed out and not yet returned to `free` (directly,
      * or collected from `xthread_free`). 0 means the page is empty. */
     uint32_t used;
-    /* Owner-only. Blocks carved so far / blocks the page can hold. */
+    /* Owner-only: blocks carved so far (grows as the page is extended). */
     uint32_t capacity;
+    /* Set at page init, constant while the page is in use: blocks the page
+     * can hold (debug mode's pointer checks read it from any thread). */
     uint32_t reserved;
     /* Set at page init, constant while the page is in use: block size in bytes
      * (for a large page: the whole run). */
