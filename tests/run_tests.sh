@@ -132,6 +132,12 @@ run_test threads_tsan_scavenger 400 \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" EBB_PURGE_DELAY=2 \
     CHECK_ONLY=bursts_with_idle_gaps_while_the_scavenger_visits \
     -- "$T/test_threads_tsan"
+# The 8-thread stress in debug mode: the debug layer's reads of pages other
+# threads own (free-list check, pointer checks) under TSan.
+run_test threads_tsan_debug 400 \
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" EBB_DEBUG=1 EBB_DEBUG_LEAKS=off \
+    CHECK_ONLY=stress_8_threads_random_sizes_cross_thread_frees \
+    -- "$T/test_threads_tsan"
 run_test stats 300 -- "$T/test_stats"
 run_test stats_tsan 400 \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
