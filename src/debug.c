@@ -177,19 +177,10 @@ static void report(const char *fault, const void *p, const debug_header_t *h, co
 /* ---------------------------------------------------------------------------
  * Fills and checks
  * ------------------------------------------------------------------------- */
-static void fill(uint8_t *p, size_t n, uint8_t byte)
-{
-    if (n <= FILL_FULL_MAX) {
-        memset(p, byte, n);
-    } else {
-        memset(p, byte, FILL_EDGE);
-        memset(p + n - FILL_EDGE, byte, FILL_EDGE);
-    }
-}
-
-/* What fill(p, n, byte) writes, leaving the first `from` bytes alone: for
- * realloc, which copies the old contents there. A block above FILL_FULL_MAX
- * is still filled over its own first and last FILL_EDGE bytes only. */
+/* Fill [p + from, p + n) with `byte`, all of it for a block of up to
+ * FILL_FULL_MAX bytes, else only what lies in its first and last FILL_EDGE
+ * bytes (a huge block is not made resident by its fill). `from` > 0: realloc,
+ * which copies the old contents there. */
 static void fill_past(uint8_t *p, size_t n, size_t from, uint8_t byte)
 {
     if (from >= n)
@@ -203,6 +194,12 @@ static void fill_past(uint8_t *p, size_t n, size_t from, uint8_t byte)
     size_t tail = n - FILL_EDGE > from ? n - FILL_EDGE : from;
     memset(p + tail, byte, n - tail);
 }
+
+static void fill(uint8_t *p, size_t n, uint8_t byte)
+{
+    fill_past(p, n, 0, byte);
+}
+
 
 /* Blocks of the free fill and the canary byte, for memcmp: the C library's
  * is vectorized, and checking fills is the largest part of debug mode's cost

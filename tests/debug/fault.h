@@ -24,6 +24,14 @@ __attribute__((noinline, unused)) static char *allocate_victim(size_t n)
     return p;
 }
 
+/* The same, for a block of `n` bytes aligned to `alignment`. */
+__attribute__((noinline, unused)) static char *allocate_victim_aligned(size_t alignment, size_t n)
+{
+    char *p = aligned_alloc(alignment, n);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
 __attribute__((unused)) static void announce(const void *p)
 {
     printf("victim=%p\n", p);

@@ -4,16 +4,9 @@
  * (free's look for a header just below the pointer must check the layout). */
 #include "fault.h"
 
-__attribute__((noinline)) static char *allocate_victim_aligned(void)
-{
-    char *p = aligned_alloc(64, 192);
-    __asm__ volatile("" ::: "memory");
-    return p;
-}
-
 int main(void)
 {
-    char *p = allocate_victim_aligned();
+    char *p = allocate_victim_aligned(64, 192);
     announce(p - 16);
     free(p - 16);
     free(p); /* the block itself is still sound */
