@@ -74,10 +74,13 @@ void heap_process_init(void)
 
 /* A program that never allocates still gets its EBB_* options read (and a
  * bad one reported) and its EBB_STATS report; usually the first malloc came
- * long before this constructor and it returns at once. */
+ * long before this constructor and it returns at once. Constructors run once
+ * the C library has set itself up, so debug mode's unwinder may be used from
+ * here on. */
 __attribute__((constructor)) static void process_init_at_load(void)
 {
     process_init();
+    trace_unwinder_ready();
 }
 
 /* ---------------------------------------------------------------------------

@@ -486,6 +486,7 @@ static inline uintptr_t thread_id_self(void)
 typedef struct os_info_s {
     size_t page_size;
     bool thp_always; /* transparent huge pages in "always" mode */
+    bool static_exe; /* no program interpreter: a statically linked process */
 } os_info_t;
 extern os_info_t os_info;
 
@@ -837,6 +838,11 @@ uint32_t trace_capture_id(int max, uintptr_t mark);
  * *n_slow), each at most min(max, TRACE_DEPTH_MAX) frames. */
 int trace_crosscheck(uintptr_t mark, int max, uintptr_t *fast, uintptr_t *slow, int *n_slow);
 void trace_cache_init(void);
+/* Called once the process's constructors run, and from ebb's destructor:
+ * when the unwinder may be used (trace.c, "Capture", on statically linked
+ * processes). */
+void trace_unwinder_ready(void);
+void trace_process_exiting(void);
 /* Store a trace once; its id (0: none). */
 uint32_t trace_intern(const uintptr_t *pcs, int n);
 int trace_get(uint32_t id, uintptr_t *pcs, int max);

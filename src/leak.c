@@ -13,7 +13,9 @@
  *      array sorted by address;
  *   2. roots: every readable and writable mapping in /proc/self/maps — data
  *      and bss of every loaded object, thread stacks and their TLS, the
- *      [heap] — except ebb's own segments and huge mappings (their live
+ *      [heap] — and every loaded object's RELRO region (written at load
+ *      time, then made read-only: a static executable's C library keeps
+ *      blocks it allocated at start there) — except ebb's own segments and huge mappings (their live
  *      blocks are reached only by marking) and this report's own arrays
  *      (they hold every block's address); for the calling thread's stack
  *      only the part above its stack pointer, with its registers spilled
@@ -28,8 +30,9 @@
  * other threads' registers (those threads are still running; their stacks are
  * scanned whole), pointers stored disguised (xor-ed, compressed, in files),
  * and blocks referenced only from memory ebb does not know as a root (another
- * allocator's heap, mappings without write permission).
+ * allocator's heap, read-only mappings other than RELRO).
  */
+#include <link.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -246,6 +249,19 @@ static uintptr_t parse_hex(const char **s)
     }
 }
 
+static int scan_relro_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size, (void)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_GNU_RELRO) {
+            uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+            scan_root(start & ~(uintptr_t)7, start + ph->p_memsz);
+        }
+    }
+    return 0;
+}
+
 static void scan_roots(uintptr_t sp)
 {
     static char maps[1 << 20] ebb_cold_bss;
@@ -266,6 +282,7 @@ static void scan_roots(uintptr_t sp)
             start = sp; /* our own stack: only the live part */
         scan_root(start, end);
     }
+    dl_iterate_phdr(scan_relro_cb, NULL);
 }
 
 static void mark_all(void)

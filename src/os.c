@@ -40,6 +40,9 @@ void os_init(void)
     size_t n = os_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof thp - 1);
     thp[n] = '\0';
     os_info.thp_always = strstr(thp, "[always]") != NULL;
+    /* The kernel gives the interpreter's load address; a static executable
+     * (static-pie too) has none. */
+    os_info.static_exe = getauxval(AT_BASE) == 0;
 }
 
 size_t os_read_file(const char *path, char *buf, size_t cap)

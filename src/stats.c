@@ -456,5 +456,6 @@ __attribute__((destructor)) static void stats_at_exit(void)
         stats_report(fd, "at exit");
         stats_close_output(fd);
     }
+    trace_process_exiting();
     leak_report_at_exit(); /* debug mode (leak.c); last: it may end the process */
 }

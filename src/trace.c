@@ -18,6 +18,16 @@
  * finds FDEs through dl_iterate_phdr, in every module the loader knows; code
  * registered at run time with __register_frame (some JITs) is known only to
  * the process's libgcc_s, and a trace stops at its first such frame.
+ * In a statically linked process ebb's unwinder is the program's own, and two
+ * of its users call malloc or free where a capture would deadlock or crash:
+ * the C library sets up _dl_find_object (which the unwinder calls) with
+ * malloc's help before constructors run, and crtbeginT's destructor frees
+ * the unwinder's FDE table while holding the lock every FDE search takes. So
+ * such a process records allocations without a trace before ebb's
+ * constructor (trace_unwinder_ready) and from ebb's destructor on
+ * (trace_process_exiting). A program linked with libebb.a dynamically shares
+ * its unwinder too; there only frames registered at run time (JITs) call
+ * malloc under that lock, and are not handled.
  *
  * The registry. A trace is stored once: its return addresses as deltas from
  * the previous one (the first from 0), zigzag-encoded and written as
@@ -162,8 +172,27 @@ static lock_t cache_lock = LOCK_INIT;
 
 static void rules_init(void);
 
+/* In a statically linked process, true only between its constructors and
+ * ebb's destructor. Relaxed: a capture that sees it late records one trace
+ * more or less, and the stores come from the initial thread at points
+ * (before main, at exit) where nothing else depends on their order. */
+static atomic_bool unwinder_ok = true;
+
+void trace_unwinder_ready(void)
+{
+    atomic_store_explicit(&unwinder_ok, true, memory_order_relaxed);
+}
+
+void trace_process_exiting(void)
+{
+    if (os_info.static_exe)
+        atomic_store_explicit(&unwinder_ok, false, memory_order_relaxed);
+}
+
 void trace_cache_init(void)
 {
+    if (os_info.static_exe)
+        atomic_store_explicit(&unwinder_ok, false, memory_order_relaxed);
 #if defined(__x86_64__)
     size_t bytes = (CACHE_ENTRIES * sizeof(cache_entry_t) + os_info.page_size - 1) &
                    ~(os_info.page_size - 1);
@@ -648,6 +677,8 @@ static void capture_walk(capture_t *c, bool allow_fast)
  * from trace_capture_id, so that a hit does not set up this frame. */
 static ebb_noinline uint32_t capture_miss(int max, uintptr_t mark)
 {
+    if (!atomic_load_explicit(&unwinder_ok, memory_order_relaxed))
+        return 0;
     uintptr_t pcs[TRACE_DEPTH_MAX + 16], slots[TRACE_DEPTH_MAX + 16];
     capture_t c = {.pcs = pcs, .slots = slots, .n = 0, .mark = mark, .cacheable = true,
                    .max = max > TRACE_DEPTH_MAX ? TRACE_DEPTH_MAX : max};

@@ -119,6 +119,10 @@ run_test ctor_linked 60 -- "$T/test_ctor"
 run_test ctor_preloaded 60 LD_PRELOAD="$LIB" -- "$T/test_ctor_preload"
 run_test static_archive 120 -- "$T/test_static"
 run_test static_full 120 -- "$T/test_static_full"
+# Debug mode in the static link: no crash at start or hang at exit (the
+# unwinder is the program's own), a fault report with its traces, and no block
+# of the C library's start-up reported lost (exit status 23 if any is).
+run_test static_full_debug 120 EBB_DEBUG=1 EBB_DEBUG_LEAK_EXITCODE=23 -- "$T/test_static_full"
 run_test threads_asan_ubsan 400 \
     ASAN_OPTIONS=abort_on_error=0:halt_on_error=1:detect_leaks=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -3,12 +3,15 @@
  * -lebb): the standard names in the executable must be ebb's, for this
  * program's calls and for libc's internal ones (strdup, stdio), with threads.
  * Built twice (tests.mk): against the shared libc, and fully -static
- * (-DFULLY_STATIC) where libc.a is installed.
+ * (-DFULLY_STATIC) where libc.a is installed. The suite runs the fully static
+ * one again with EBB_DEBUG=1, where a fault report must carry traces.
  */
 #include "check.h"
 
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ebb.h"
 
@@ -38,8 +41,9 @@ static void libc_internal_allocations_use_ebb(void)
 {
     char *s = strdup("static linking");
     REQUIRE(s, "strdup: expected a string");
-    CHECK(ebb_malloc_usable_size(s) >= 16, "strdup: expected libc's malloc call to reach ebb "
-          "(ebb_malloc_usable_size >= 16), got %zu", ebb_malloc_usable_size(s));
+    CHECK(ebb_malloc_usable_size(s) >= sizeof "static linking", "strdup: expected libc's "
+          "malloc call to reach ebb (ebb_malloc_usable_size >= %zu), got %zu",
+          sizeof "static linking", ebb_malloc_usable_size(s));
     free(s);
     char *buf = NULL;
     size_t len = 0;
@@ -100,6 +104,48 @@ static void threads_allocate_and_free_across_each_other(void)
           "were not", atomic_load(&thread_bad));
 }
 
+__attribute__((noinline)) static char *allocate_in_static_link(size_t n)
+{
+    char *p = malloc(n);
+    __asm__ volatile("" ::: "memory"); /* keep this frame: no tail call */
+    return p;
+}
+
+/* Debug mode only: in a static link ebb's unwinder is the program's own
+ * (trace.c, "Capture"); a double free must still be reported with the
+ * allocation's trace, symbolized from the executable. */
+static void debug_report_in_a_static_link_names_the_allocator(void)
+{
+    int fds[2];
+    REQUIRE(pipe(fds) == 0, "pipe");
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork");
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        char *p = allocate_in_static_link(40);
+        free(p);
+        free(p);
+        _exit(0);
+    }
+    close(fds[1]);
+    static char report[16384];
+    size_t len = 0;
+    ssize_t r;
+    while (len < sizeof report - 1 && (r = read(fds[0], report + len, sizeof report - 1 - len)) > 0)
+        len += (size_t)r;
+    report[len] = '\0';
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, "expected the double free to "
+          "abort the child, status %#x", status);
+    const char *alloc = strstr(report, "allocated at:");
+    CHECK(strstr(report, "==ebb== ERROR: double free of ") != NULL, "expected a double free "
+          "report, got:\n%s", report);
+    CHECK(alloc && strstr(alloc, " in allocate_in_static_link"), "expected the allocation "
+          "trace to name allocate_in_static_link, got:\n%s", report);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -109,5 +155,8 @@ int main(void)
     RUN_CASE(malloc_in_a_static_link_is_ebb);
     RUN_CASE(libc_internal_allocations_use_ebb);
     RUN_CASE(threads_allocate_and_free_across_each_other);
+    const char *debug = getenv("EBB_DEBUG");
+    if (debug && strcmp(debug, "1") == 0)
+        RUN_CASE(debug_report_in_a_static_link_names_the_allocator);
     return check_finish();
 }
