@@ -776,7 +776,7 @@ static void free_list_check(void *block)
         page->kind == PAGE_SMALL && page->free != NULL) {
         uintptr_t link = (uintptr_t)page->free, start = (uintptr_t)page_start(page);
         size_t bs = page->block_size;
-        if (link < start || link >= start + (size_t)page->capacity * bs || (link - start) % bs != 0) {
+        if (!page_is_carved_block(link, start, bs, page->capacity)) {
             next = link;
             page->free = NULL;
         }
@@ -1204,7 +1204,7 @@ static void verify_free_list(verify_t *v, page_t *page, const block_t *b, const 
     size_t bs = page->block_size, capacity = page->capacity;
     for (size_t n = 0; b != NULL; n++) {
         uintptr_t x = (uintptr_t)b;
-        if (n > capacity || x < start || x >= start + capacity * bs || (x - start) % bs != 0) {
+        if (n > capacity || !page_is_carved_block(x, start, bs, capacity)) {
             v->problems++;
             text_t t;
             text_init(&t, -1);

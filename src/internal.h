@@ -451,6 +451,14 @@ static inline uint8_t *page_start(const page_t *page)
     return (uint8_t *)seg + idx * SLICE_SIZE;
 }
 
+/* Whether x is the start of one of the `capacity` blocks of `bs` bytes carved
+ * from `start`: the test every reader of a free list applies to a link before
+ * it follows it (a corrupted or stale link must not send it astray). */
+static inline bool page_is_carved_block(uintptr_t x, uintptr_t start, size_t bs, size_t capacity)
+{
+    return x >= start && x < start + capacity * bs && (x - start) % bs == 0;
+}
+
 /* The number of slices in a mask of a segment's slices. Inline bit
  * arithmetic: the builtin is a call into libgcc without -mpopcnt, which
  * baseline x86-64 lacks, and this runs whenever a page empties. */

@@ -31,12 +31,11 @@ static uint64_t process_start_ms; /* for the samples' time stamps */
 ebb_racy_reader static size_t xthread_pending_count(const page_t *page, size_t bs, size_t capacity)
 {
     uintptr_t start = (uintptr_t)page_start(page);
-    uintptr_t end = start + capacity * bs;
     uintptr_t x = atomic_load_explicit(&((page_t *)page)->xthread_free, memory_order_acquire) &
                   ~XTHREAD_IN_FULL;
     size_t n = 0;
     while (x != 0 && n < capacity) {
-        if (x < start || x >= end || (x - start) % bs != 0)
+        if (!page_is_carved_block(x, start, bs, capacity))
             break;
         n++;
         x = *(const volatile uintptr_t *)x; /* a block's link (block_t.next) */

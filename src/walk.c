@@ -58,7 +58,7 @@ ebb_racy_reader static void mark_free_list(const block_t *b, uintptr_t start, si
 {
     for (size_t n = 0; b != NULL && n < capacity; n++) {
         uintptr_t x = (uintptr_t)b;
-        if (x < start || x >= start + capacity * bs || (x - start) % bs != 0)
+        if (!page_is_carved_block(x, start, bs, capacity))
             return;
         size_t i = (x - start) / bs;
         is_free[i / 64] |= (uint64_t)1 << (i % 64);
