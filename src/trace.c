@@ -47,6 +47,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -661,9 +662,73 @@ static bool fast_walk(capture_t *c)
     }
 }
 
+/* ---------------------------------------------------------------------------
+ * Unloaded code. The rule table is keyed by pc and the capture cache by
+ * return addresses. When a library is unloaded, another can be loaded at its
+ * addresses with other code, and a rule kept from the first sends the walk to
+ * the wrong stack slots — past the end of the stack, in tests/test_unwind.c.
+ * dl_iterate_phdr counts the unloads so far (dlpi_subs). Before it walks, a
+ * capture compares that count with the one the tables were filled under, and
+ * when it changed empties both. (A capture-cache hit does not check: it only
+ * reads slots of its own thread's stack, and returns the addresses found
+ * there. Once the next miss has emptied the cache, traces follow the new
+ * code's frames.) A check costs a dl_iterate_phdr call that stops at the
+ * first module, next to the microseconds of a walk.
+ * ------------------------------------------------------------------------- */
+static atomic_ullong unloads_seen; /* dlpi_subs when the tables were last emptied */
+
+static int unloads_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+        *(unsigned long long *)arg = info->dlpi_subs;
+    return 1; /* the count is the same in every module's info */
+}
+
+/* Empty the seqlocked tables entry by entry, under their locks: a reader that
+ * raced the emptying sees an odd or changed count and misses. Entries never
+ * written are skipped, so that their pages stay untouched. */
+static void forget_unloaded_code(void)
+{
+    unsigned long long subs = 0;
+    dl_iterate_phdr(unloads_cb, &subs);
+    if (subs == atomic_load_explicit(&unloads_seen, memory_order_acquire))
+        return;
+    if (rules) {
+        lock_acquire(&rules_lock);
+        for (size_t i = 0; i < RULE_ENTRIES; i++) {
+            rule_entry_t *e = &rules[i];
+            if (e->pc == 0)
+                continue;
+            unsigned seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+            atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
+            atomic_thread_fence(memory_order_release);
+            e->pc = 0;
+            e->rule.kind = 0;
+            atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+        }
+        lock_release(&rules_lock);
+    }
+    if (cache) {
+        lock_acquire(&cache_lock);
+        for (size_t i = 0; i < CACHE_ENTRIES; i++) {
+            cache_entry_t *e = &cache[i];
+            if (e->depth == 0)
+                continue;
+            unsigned seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+            atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
+            atomic_thread_fence(memory_order_release);
+            e->depth = 0;
+            atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+        }
+        lock_release(&cache_lock);
+    }
+    atomic_store_explicit(&unloads_seen, subs, memory_order_release);
+}
+
 /* The trace from the mark: the fast walk, else libgcc's unwinder. */
 static void capture_walk(capture_t *c, bool allow_fast)
 {
+    forget_unloaded_code();
     if (allow_fast && rules != NULL && c->mark != 0) {
         capture_t start = *c;
         if (fast_walk(c))
@@ -718,6 +783,7 @@ int trace_crosscheck(uintptr_t mark, int max, uintptr_t *fast, uintptr_t *slow, 
     _Unwind_Backtrace(capture_step, &s);
     *n_slow = s.restart ? 0 : s.n;
     capture_t f = {.pcs = fast, .slots = slots, .mark = mark, .cacheable = true, .max = max};
+    forget_unloaded_code();
     if (!fast_walk(&f))
         return -1;
     return f.restart ? 0 : f.n;

@@ -9,7 +9,9 @@
  * which omits it on x86-64), frames with one, frames whose CFA is rbp-based
  * because of alloca, deep recursion, libc's frames (qsort's callback), a
  * second thread, and a signal handler's frame, where the fast walk must give
- * up rather than guess.
+ * up rather than guess; and a library unloaded and replaced at its address
+ * by one whose frames differ (tests/unwind_plugin.c), whose pcs must not
+ * keep the rules worked out for the first.
  *
  * Linked with build/libebb.a (trace_crosscheck is internal); run with
  * EBB_DEBUG=1, which sets the unwinder up.
@@ -17,6 +19,8 @@
 #include "check.h"
 
 #include <alloca.h>
+#include <dlfcn.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -189,6 +193,52 @@ static void a_signal_frame_makes_the_fast_walk_give_up(void)
           in_handler.slow_n);
 }
 
+#if defined(__x86_64__)
+typedef void (*plugin_call_fn)(void (*cb)(void *), void *arg);
+
+static void probe_cb(void *arg)
+{
+    probe(arg);
+}
+
+/* dlopen the plugin build `name` from this program's directory into *h. */
+static void plugin_open(const char *name, void **h, plugin_call_fn *call)
+{
+    char exe[4096], path[4096 + 64];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    REQUIRE(n > 0, "readlink /proc/self/exe");
+    exe[n] = '\0';
+    snprintf(path, sizeof path, "%s/%s", dirname(exe), name);
+    *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(*h != NULL, "dlopen %s: %s", path, dlerror());
+    *(void **)call = dlsym(*h, "plugin_call");
+    REQUIRE(*call != NULL, "dlsym plugin_call in %s", path);
+}
+
+static void a_library_replaced_at_its_address_is_unwound_by_its_own_rules(void)
+{
+    plugin_call_fn big = NULL, small = NULL;
+    void *h = NULL;
+    plugin_open("libunwind_plugin_big.so", &h, &big);
+    REQUIRE(big != NULL, "the first library");
+    both_t b = {0};
+    big(probe_cb, &b);
+    expect_same(&b, "through the first library (an 8 KiB frame)");
+    REQUIRE(dlclose(h) == 0, "dlclose: %s", dlerror());
+    plugin_open("libunwind_plugin_small.so", &h, &small);
+    REQUIRE(small != NULL, "the second library");
+    /* Same size, same layout: the loader puts it where the first one was, so
+     * the return address into plugin_call is a pc the fast walk has seen. */
+    REQUIRE((void *)small == (void *)big, "the second library should load at the first one's "
+            "address (%p); it is at %p, so this case cannot check anything",
+            (void *)big, (void *)small);
+    both_t c = {0};
+    small(probe_cb, &c);
+    expect_same(&c, "through the library loaded in its place (no frame)");
+    dlclose(h);
+}
+#endif
+
 int main(void)
 {
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
@@ -202,5 +252,8 @@ int main(void)
     RUN_CASE(libc_frames_match);
     RUN_CASE(another_thread_matches);
     RUN_CASE(a_signal_frame_makes_the_fast_walk_give_up);
+#if defined(__x86_64__)
+    RUN_CASE(a_library_replaced_at_its_address_is_unwound_by_its_own_rules);
+#endif
     return check_finish();
 }

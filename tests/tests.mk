@@ -134,7 +134,8 @@ FAULT_SRCS   := $(wildcard tests/debug/*.c)
 FAULT_PROGS  := $(patsubst tests/debug/%.c,$(TEST_DIR)/debug/%,$(FAULT_SRCS))
 FAULT_CFLAGS := $(TEST_CFLAGS) -O1 -Wno-free-nonheap-object -Wno-use-after-free \
                 -Wno-array-bounds -Wno-stringop-overflow -Wno-mismatched-dealloc
-test-build: $(FAULT_PROGS) $(TEST_DIR)/test_debug $(TEST_DIR)/test_unwind
+test-build: $(FAULT_PROGS) $(TEST_DIR)/test_debug $(TEST_DIR)/test_unwind \
+            $(TEST_DIR)/libunwind_plugin_big.so $(TEST_DIR)/libunwind_plugin_small.so
 
 $(TEST_DIR)/debug/%: tests/debug/%.c tests/debug/fault.h $(TEST_HDRS) $(BUILD)/libebb.so
 	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) $< -o $@ $(TEST_LINK_EBB))
@@ -142,9 +143,16 @@ $(TEST_DIR)/debug/%: tests/debug/%.c tests/debug/fault.h $(TEST_HDRS) $(BUILD)/l
 $(TEST_DIR)/test_debug: tests/test_debug.c $(TEST_HDRS) $(BUILD)/libebb.so
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
 
+# Two builds of one plugin, swapped at one address by test_unwind.
+$(TEST_DIR)/libunwind_plugin_big.so: tests/unwind_plugin.c
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) -shared -fPIC -DBIG_FRAME $< -o $@)
+
+$(TEST_DIR)/libunwind_plugin_small.so: tests/unwind_plugin.c
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) -shared -fPIC $< -o $@)
+
 # Static: trace_crosscheck is internal to the library.
 $(TEST_DIR)/test_unwind: tests/test_unwind.c $(TEST_HDRS) $(BUILD)/libebb.a
-	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/libebb.a -lpthread)
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/libebb.a -lpthread -ldl)
 
 # The memory-return tests: their own rules, in the same style.
 -include tests/purge.mk
