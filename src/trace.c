@@ -920,14 +920,19 @@ int trace_get(uint32_t id, uintptr_t *pcs, int max)
     return n;
 }
 
+/* Every lock of this file: a capture takes them one at a time, never two. */
 void trace_fork_lock(void)
 {
+    lock_acquire(&rules_lock);
     lock_acquire(&registry_lock);
+    lock_acquire(&cache_lock);
 }
 
 void trace_fork_unlock(void)
 {
+    lock_release(&cache_lock);
     lock_release(&registry_lock);
+    lock_release(&rules_lock);
 }
 
 void trace_registry_counts(size_t *stored, size_t *raw, size_t *traces)

@@ -8,8 +8,10 @@
  */
 #include "check.h"
 
+#include <alloca.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 
 #define FORKS 100
@@ -82,8 +84,22 @@ static int loop_finish(struct loop_state *st)
 /* Background threads of the parent: allocate and free until told to stop,
  * spending as much of their time as possible inside the allocator (little
  * work per block, many size classes, large and huge blocks, blocks passed
- * between the threads through shared slots), so that a fork often lands
- * while one of them holds an allocator lock. */
+ * between the threads through shared slots, and in debug mode call chains
+ * the trace capture has not seen), so that a fork often lands while one of
+ * them holds an allocator lock. */
+/* malloc or calloc below a frame of varying size. In debug mode that makes
+ * nearly every allocation's call chain sit at a stack address not seen
+ * before: each misses the capture cache, walks, and stores a new entry under
+ * the cache's lock, so the trace code's locks are busy when the fork comes. */
+__attribute__((noinline)) static void *alloc_from_varying_stack(uint64_t x, size_t n, bool zero)
+{
+    volatile char *pad = alloca(16 + (x >> 40) % 65536);
+    pad[0] = 0;
+    void *p = zero ? calloc(1, n) : malloc(n);
+    __asm__ volatile("" ::: "memory"); /* keep the frame: no tail call */
+    return p;
+}
+
 static atomic_int stop_bg;
 static atomic_long bg_bad, bg_ops;
 #define BG_SHARED 4096
@@ -100,7 +116,7 @@ static void *bg_thread(void *arg)
         case 1: case 2: case 3: case 4: n = 150 * KiB + (x >> 20) % (300 * KiB); break; /* large */
         default: n = 16 + (x >> 20) % (x & 512 ? 4096 : 256); break;
         }
-        uint64_t *p = (x & 0x100000) ? calloc(1, n) : malloc(n);
+        uint64_t *p = alloc_from_varying_stack(x, n, x & 0x100000);
         if (!p) {
             atomic_fetch_add_explicit(&bg_bad, 1, memory_order_relaxed);
             continue;
