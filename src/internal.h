@@ -521,6 +521,10 @@ bool os_remap_move(void *p, size_t old_size, size_t new_size, void *target);
 bool os_purge(void *p, size_t size);
 /* Mark a range so khugepaged never folds it into a huge page. */
 void os_no_huge_pages(void *p, size_t size);
+/* Ask for a range to be backed by transparent huge pages where it can be
+ * (MADV_HUGEPAGE; nothing where THP is off). The whole of a mapping: a
+ * subrange would split it in two, and mremap moves only whole mappings. */
+void os_huge_pages(void *p, size_t size);
 uint64_t os_now_ms(void);
 void os_sleep_ms(long ms);
 void os_write_stderr(const char *s, size_t len);

@@ -14,6 +14,7 @@ typedef enum {
     OPT_PURGE_METHOD,   /* 0 = MADV_DONTNEED, 1 = MADV_FREE */
     OPT_UNMAP_DELAY,    /* ms */
     OPT_BACKGROUND,     /* 0/1 */
+    OPT_HUGE_PAGES,     /* 0/1: huge blocks asked to be backed by transparent huge pages */
     OPT_STATS,          /* 0/1: the report at exit */
     OPT_STATS_FILE,     /* text: where reports and samples go (stderr if unset) */
     OPT_STATS_INTERVAL, /* ms; 0 = no periodic samples */

@@ -293,3 +293,10 @@ void os_no_huge_pages(void *p, size_t size)
     madvise(p, size, MADV_NOHUGEPAGE);
     errno = saved;
 }
+
+void os_huge_pages(void *p, size_t size)
+{
+    int saved = errno;
+    madvise(p, size, MADV_HUGEPAGE);
+    errno = saved;
+}

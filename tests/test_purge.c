@@ -1367,6 +1367,122 @@ static void a_huge_block_holds_at_most_1_5x_its_size(void)
     expect_child_passes("child_a_huge_block_holds_at_most_1_5x_its_size", env, 30);
 }
 
+/* The smaps entry of the mapping that holds p: its range, whether its
+ * VmFlags carry "hg" (MADV_HUGEPAGE), and its AnonHugePages in KiB. False if
+ * no mapping holds p. */
+typedef struct vma_state_s {
+    uintptr_t lo, hi;
+    bool hg;
+    long anon_huge_kb;
+} vma_state_t;
+
+static bool vma_state(const void *p, vma_state_t *v)
+{
+    static char buf[1 << 20]; /* read without calling the allocator */
+    if (read_proc_text("/proc/self/smaps", buf, sizeof buf) <= 0)
+        return false;
+    uintptr_t a = (uintptr_t)p;
+    bool inside = false;
+    for (char *line = buf; *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) { /* a mapping's first line */
+            if (inside)
+                return true;
+            inside = a >= lo && a < hi;
+            *v = (vma_state_t){.lo = lo, .hi = hi, .anon_huge_kb = -1};
+        } else if (inside && strncmp(line, "AnonHugePages:", 14) == 0) {
+            v->anon_huge_kb = strtol(line + 14, NULL, 10);
+        } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            v->hg = strstr(line, " hg") != NULL;
+        }
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+    return inside;
+}
+
+/* Transparent huge pages are not "never" on this machine. */
+static bool thp_available(void)
+{
+    char buf[256];
+    if (read_proc_text("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf) <= 0)
+        return false;
+    return strstr(buf, "[never]") == NULL;
+}
+
+/* EBB_HUGE_PAGES=1 (large.c): a huge mapping is marked MADV_HUGEPAGE as a
+ * whole (one VMA, so mremap can still grow and move it), a block written
+ * through is backed by huge pages where THP is available, and the mark stays
+ * with the mapping through realloc and the huge cache. */
+static void child_huge_pages_option_backs_huge_blocks(void)
+{
+    const size_t n = 8 * MiB;
+    unsigned char *p = malloc(n);
+    REQUIRE(p != NULL, "malloc(8 MiB) failed");
+    touch(p, n, 3);
+    vma_state_t v;
+    REQUIRE(vma_state(p, &v), "no mapping in /proc/self/smaps holds %p", (void *)p);
+    printf("    info: 8 MiB block: mapping %#lx-%#lx, hg %d, AnonHugePages %ld KiB\n",
+           (unsigned long)v.lo, (unsigned long)v.hi, v.hg, v.anon_huge_kb);
+    CHECK(v.hg, "with EBB_HUGE_PAGES=1 the huge block's mapping should be marked "
+          "MADV_HUGEPAGE (VmFlags hg)");
+    CHECK(v.lo <= (uintptr_t)p - 4096 && v.hi >= (uintptr_t)p + n,
+          "the mark should cover the whole mapping, header included, as one VMA: "
+          "%#lx-%#lx, block %p", (unsigned long)v.lo, (unsigned long)v.hi, (void *)p);
+    if (thp_available())
+        CHECK(v.anon_huge_kb >= 2048, "a written 8 MiB block marked MADV_HUGEPAGE should "
+              "have huge pages (THP is not off here): AnonHugePages %ld KiB", v.anon_huge_kb);
+    unsigned char *q = realloc(p, 3 * n);
+    REQUIRE(q != NULL, "realloc to 24 MiB failed");
+    CHECK(q[0] == 3 && q[n - 1] == 3, "realloc should keep the contents");
+    touch(q, 3 * n, 4);
+    REQUIRE(vma_state(q, &v), "no mapping holds the grown block %p", (void *)q);
+    CHECK(v.hg && v.hi >= (uintptr_t)q + 3 * n, "the grown block should still be one "
+          "MADV_HUGEPAGE mapping: hg %d, %#lx-%#lx, block %p", v.hg, (unsigned long)v.lo,
+          (unsigned long)v.hi, (void *)q);
+    free(q); /* to the huge cache */
+    unsigned char *r = malloc(20 * MiB);
+    REQUIRE(r != NULL, "malloc(20 MiB) failed");
+    REQUIRE(vma_state(r, &v), "no mapping holds %p", (void *)r);
+    CHECK(v.hg, "a block served from the huge cache should keep the mark");
+    free(r);
+}
+
+static void huge_pages_option_backs_huge_blocks(void)
+{
+    static const char *const env[] = {"EBB_HUGE_PAGES=1", "EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_huge_pages_option_backs_huge_blocks", env, 30);
+}
+
+/* By default nothing asks for huge pages: with THP in "madvise" mode a
+ * written huge block has none, so a sparsely written one stays small. */
+static void child_huge_blocks_get_no_huge_pages_by_default(void)
+{
+    const size_t n = 8 * MiB;
+    unsigned char *p = malloc(n);
+    REQUIRE(p != NULL, "malloc(8 MiB) failed");
+    touch(p, n, 3);
+    vma_state_t v;
+    REQUIRE(vma_state(p, &v), "no mapping in /proc/self/smaps holds %p", (void *)p);
+    CHECK(!v.hg, "without EBB_HUGE_PAGES the mapping should not be marked MADV_HUGEPAGE");
+    char mode[256];
+    if (read_proc_text("/sys/kernel/mm/transparent_hugepage/enabled", mode, sizeof mode) > 0 &&
+        strstr(mode, "[madvise]"))
+        CHECK(v.anon_huge_kb == 0, "with THP in madvise mode an unmarked block should have no "
+              "huge pages: AnonHugePages %ld KiB", v.anon_huge_kb);
+    free(p);
+}
+
+static void huge_blocks_get_no_huge_pages_by_default(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_huge_blocks_get_no_huge_pages_by_default", env, 30);
+}
+
 /* 002's threads stay alive after their work. A thread that frees the last
  * block of a written segment and waits hands the segment to the shared cache
  * (page.c, page_hand_off_segment), and a thread that needs slices takes
@@ -2453,6 +2569,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_purge_delay_never_keeps_memory_until_malloc_trim),
     CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
     CHILD_CASE(child_a_huge_block_holds_at_most_1_5x_its_size),
+    CHILD_CASE(child_huge_pages_option_backs_huge_blocks),
+    CHILD_CASE(child_huge_blocks_get_no_huge_pages_by_default),
     CHILD_CASE(child_one_block_at_a_time_over_many_classes_reuses_one_page),
     CHILD_CASE(child_a_waiting_thread_hands_its_written_segment_on),
     CHILD_CASE(child_malloc_trim_returns_everything_at_once),
@@ -2516,6 +2634,8 @@ int main(int argc, char **argv)
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
     RUN_CASE(a_huge_block_holds_at_most_1_5x_its_size);
+    RUN_CASE(huge_pages_option_backs_huge_blocks);
+    RUN_CASE(huge_blocks_get_no_huge_pages_by_default);
     RUN_CASE(one_block_at_a_time_over_many_classes_reuses_one_page);
     RUN_CASE(a_waiting_thread_hands_its_written_segment_on);
     RUN_CASE(malloc_trim_returns_everything_at_once);
