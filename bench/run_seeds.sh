@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run_seeds.sh — runs bench_seeds' memory-return scenarios against ebb,
 # glibc, mimalloc, jemalloc and tcmalloc (and, for rev1k, glibc with
-# GLIBC_TUNABLES=glibc.malloc.mmap_threshold=0), side by side, and reports the
+# GLIBC_TUNABLES=glibc.malloc.mmap_threshold=0; for big, ebb with
+# EBB_HUGE_PAGES=1), side by side, and reports the
 # medians of time and of anonymous RSS at start, at peak and after idle.
 #
 #   bash bench/run_seeds.sh          (or `make bench-seeds`; `make bench-seeds QUICK=1`)
@@ -45,6 +46,9 @@ NS=${#SC_LABEL[@]}
 # The allocators, plus glibc forced to mmap every block (the fix the glibc
 # report tried), for rev1k only.
 alloc_discover ebb glibc
+# ebb with its opt-in transparent huge pages, for the scenario of huge blocks.
+alloc_add "ebb, EBB_HUGE_PAGES=1" "$(readlink -f "$EBB_LIB")" "EBB_HUGE_PAGES=1" big \
+	"(this tree)" "$(bench_ebb_version)"
 alloc_add "glibc, mmap_threshold=0" "" "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=0" rev1k \
 	libc6 "$(bench_pkg_version libc6)"
 alloc_discover mimalloc jemalloc tcmalloc
@@ -176,6 +180,7 @@ report() {
 			local best_idle=- best_idle_n='' best_ms=- best_ms_n=''
 			for ((a = 0; a < NA; a++)); do
 				runs "$a" "$s" || continue
+				[[ ${A_NAME[a]} == ebb,* ]] && continue # ebb's own variants are not peers
 				k=$s,$a
 				if [[ ${ID[$k]} != - ]] && { [[ $best_idle == - ]] || awk -v x="${ID[$k]}" -v y="$best_idle" 'BEGIN { exit !(x < y) }'; }; then
 					best_idle=${ID[$k]} best_idle_n=${A_NAME[a]}
