@@ -673,7 +673,10 @@ static bool fast_walk(capture_t *c)
  * reads slots of its own thread's stack, and returns the addresses found
  * there. Once the next miss has emptied the cache, traces follow the new
  * code's frames.) A check costs a dl_iterate_phdr call that stops at the
- * first module, next to the microseconds of a walk.
+ * first module, next to the microseconds of a walk. It takes the loader's
+ * lock for listing modules: a capture miss waits while another thread is
+ * inside dl_iterate_phdr, so a callback of it that waits for a thread now
+ * allocating would deadlock (in debug mode only; docs/debug-mode.md).
  * ------------------------------------------------------------------------- */
 static atomic_ullong unloads_seen; /* dlpi_subs when the tables were last emptied */
 
