@@ -673,12 +673,14 @@ static bool fast_walk(capture_t *c)
  * reads slots of its own thread's stack, and returns the addresses found
  * there. Once the next miss has emptied the cache, traces follow the new
  * code's frames.) A check costs a dl_iterate_phdr call that stops at the
- * first module, next to the microseconds of a walk. It takes the loader's
- * lock for listing modules: a capture miss waits while another thread is
- * inside dl_iterate_phdr, so a callback of it that waits for a thread now
+ * first module, next to the microseconds of a walk, made under rules_lock
+ * (so one miss at a time checks). It takes the loader's lock for listing
+ * modules: a capture miss waits while another thread is inside
+ * dl_iterate_phdr, so a callback of it that waits for a thread now
  * allocating would deadlock (in debug mode only; docs/debug-mode.md).
  * ------------------------------------------------------------------------- */
-static atomic_ullong unloads_seen; /* dlpi_subs when the tables were last emptied */
+static unsigned long long unloads_seen; /* under rules_lock: dlpi_subs when the tables
+                                           were last emptied */
 
 static int unloads_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -692,13 +694,13 @@ static int unloads_cb(struct dl_phdr_info *info, size_t size, void *arg)
  * written are skipped, so that their pages stay untouched. */
 static void forget_unloaded_code(void)
 {
+    /* Under rules_lock, which fork holds: a fork never finds this thread
+     * inside dl_iterate_phdr, holding the loader's lock into the child. */
+    lock_acquire(&rules_lock);
     unsigned long long subs = 0;
     dl_iterate_phdr(unloads_cb, &subs);
-    if (subs == atomic_load_explicit(&unloads_seen, memory_order_acquire))
-        return;
-    if (rules) {
-        lock_acquire(&rules_lock);
-        for (size_t i = 0; i < RULE_ENTRIES; i++) {
+    if (subs != unloads_seen) {
+        for (size_t i = 0; rules && i < RULE_ENTRIES; i++) {
             rule_entry_t *e = &rules[i];
             if (e->pc == 0)
                 continue;
@@ -709,23 +711,23 @@ static void forget_unloaded_code(void)
             e->rule.kind = 0;
             atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
         }
-        lock_release(&rules_lock);
-    }
-    if (cache) {
-        lock_acquire(&cache_lock);
-        for (size_t i = 0; i < CACHE_ENTRIES; i++) {
-            cache_entry_t *e = &cache[i];
-            if (e->depth == 0)
-                continue;
-            unsigned seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
-            atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
-            atomic_thread_fence(memory_order_release);
-            e->depth = 0;
-            atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+        if (cache) {
+            lock_acquire(&cache_lock); /* nested: rules_lock first, as fork takes them */
+            for (size_t i = 0; i < CACHE_ENTRIES; i++) {
+                cache_entry_t *e = &cache[i];
+                if (e->depth == 0)
+                    continue;
+                unsigned seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+                atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
+                atomic_thread_fence(memory_order_release);
+                e->depth = 0;
+                atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+            }
+            lock_release(&cache_lock);
         }
-        lock_release(&cache_lock);
+        unloads_seen = subs;
     }
-    atomic_store_explicit(&unloads_seen, subs, memory_order_release);
+    lock_release(&rules_lock);
 }
 
 /* The trace from the mark: the fast walk, else libgcc's unwinder. */
@@ -923,7 +925,8 @@ int trace_get(uint32_t id, uintptr_t *pcs, int max)
     return n;
 }
 
-/* Every lock of this file: a capture takes them one at a time, never two. */
+/* Every lock of this file, in the order forget_unloaded_code nests the two it
+ * takes together (rules_lock, then cache_lock). */
 void trace_fork_lock(void)
 {
     lock_acquire(&rules_lock);
