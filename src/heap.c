@@ -76,8 +76,10 @@ void heap_process_init(void)
  * bad one reported) and its EBB_STATS report; usually the first malloc came
  * long before this constructor and it returns at once. Constructors run once
  * the C library has set itself up, so debug mode's unwinder may be used from
- * here on. */
-__attribute__((constructor)) static void process_init_at_load(void)
+ * here on; priority 101 runs this one before the other constructors of its
+ * object (a static link's own, C++ static initializers), whose allocations
+ * then get traces too. */
+__attribute__((constructor(101))) static void process_init_at_load(void)
 {
     process_init();
     trace_unwinder_ready();
@@ -424,6 +426,7 @@ bool heap_scavenge_pending(void)
  * ------------------------------------------------------------------------- */
 static void fork_prepare(void)
 {
+    trace_fork_prepare();
     purge_fork_prepare_first();
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h; h = h->all_next)
@@ -436,6 +439,7 @@ static void fork_prepare(void)
 
 static void fork_parent(void)
 {
+    trace_fork_done();
     debug_fork_unlock();
     huge_fork_unlock();
     purge_fork_parent();
@@ -447,6 +451,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+    trace_fork_done();
     debug_fork_unlock();
     huge_fork_unlock();
     purge_fork_child();

@@ -866,5 +866,9 @@ void debug_fork_lock(void);
 void debug_fork_unlock(void);
 void trace_fork_lock(void);
 void trace_fork_unlock(void);
+/* First in fork_prepare, before any allocator lock (trace.c, "Unloaded
+ * code"); trace_fork_done in the parent and the child. */
+void trace_fork_prepare(void);
+void trace_fork_done(void);
 
 #endif /* EBB_INTERNAL_H */

@@ -24,8 +24,9 @@ const option_desc_t option_table[OPT_COUNT] = {
                         "1: a background thread purges when the program is idle; "
                         "0: purge only during allocator calls"},
     [OPT_HUGE_PAGES] = {"EBB_HUGE_PAGES", 0, 0, 1, NULL, false,
-                        "1: back blocks above 2 MiB with transparent huge pages (fewer "
-                        "page faults; a sparsely written block is resident 2 MiB at a time)"},
+                        "1: back huge blocks (above 2 MiB, or aligned beyond what a segment "
+                        "gives) with transparent huge pages (fewer page faults; a sparsely "
+                        "written block is resident 2 MiB at a time)"},
     [OPT_STATS] = {"EBB_STATS", 0, 0, 1, NULL, false,
                    "1: print a report of what ebb holds (snapshot and size-class "
                    "table) when the process exits"},

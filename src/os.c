@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <linux/membarrier.h>
@@ -40,9 +41,15 @@ void os_init(void)
     size_t n = os_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof thp - 1);
     thp[n] = '\0';
     os_info.thp_always = strstr(thp, "[always]") != NULL;
-    /* The kernel gives the interpreter's load address; a static executable
-     * (static-pie too) has none. */
-    os_info.static_exe = getauxval(AT_BASE) == 0;
+    /* A statically linked program (static-pie too) has no PT_INTERP. Not
+     * AT_BASE: a dynamic program started as `ld.so ./prog` has none either,
+     * while the loader points AT_PHDR at the program's own headers. */
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+    size_t phnum = getauxval(AT_PHNUM);
+    bool interp = false;
+    for (size_t i = 0; ph != NULL && i < phnum; i++)
+        interp |= ph[i].p_type == PT_INTERP;
+    os_info.static_exe = ph != NULL && !interp;
 }
 
 size_t os_read_file(const char *path, char *buf, size_t cap)

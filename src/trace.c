@@ -47,6 +47,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sched.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -173,9 +174,9 @@ static lock_t cache_lock = LOCK_INIT;
 
 static void rules_init(void);
 
-/* In a statically linked process, true only between its constructors and
- * ebb's destructor. Relaxed: a capture that sees it late records one trace
- * more or less, and the stores come from the initial thread at points
+/* In a statically linked process, true only from ebb's constructor (the
+ * first of the program's) to ebb's destructor. Relaxed: a capture that sees
+ * it late records one trace more or less, and the stores come at points
  * (before main, at exit) where nothing else depends on their order. */
 static atomic_bool unwinder_ok = true;
 
@@ -673,14 +674,25 @@ static bool fast_walk(capture_t *c)
  * reads slots of its own thread's stack, and returns the addresses found
  * there. Once the next miss has emptied the cache, traces follow the new
  * code's frames.) A check costs a dl_iterate_phdr call that stops at the
- * first module, next to the microseconds of a walk, made under rules_lock
- * (so one miss at a time checks). It takes the loader's lock for listing
- * modules: a capture miss waits while another thread is inside
- * dl_iterate_phdr, so a callback of it that waits for a thread now
- * allocating would deadlock (in debug mode only; docs/debug-mode.md).
+ * first module, next to the microseconds of a walk.
+ *
+ * dl_iterate_phdr takes the loader's list lock, which dlclose holds while it
+ * frees (and so captures), and glibc does not reset it in a forked child.
+ * So, the protocol:
+ *   1. No ebb lock is held across the call (dlclose's frees would wait for
+ *      it while the check waits for dlclose: a deadlock).
+ *   2. A check announces itself in unload_checks, then reads fork_waiting
+ *      (both sequentially consistent); trace_fork_prepare sets fork_waiting,
+ *      then waits for unload_checks to drain, before fork_prepare takes any
+ *      allocator lock. Either the check sees the fork and skips the call, or
+ *      the fork sees the check and waits for it: no fork happens while this
+ *      thread is inside dl_iterate_phdr.
+ *   3. A capture that skipped the check does not use the rule table (it may
+ *      be stale): libgcc's unwinder walks, which finds FDEs without a lock.
  * ------------------------------------------------------------------------- */
-static unsigned long long unloads_seen; /* under rules_lock: dlpi_subs when the tables
-                                           were last emptied */
+static atomic_ullong unloads_seen; /* dlpi_subs when the tables were last emptied */
+static atomic_int unload_checks;   /* threads inside the check's dl_iterate_phdr */
+static atomic_bool fork_waiting;   /* trace_fork_prepare .. trace_fork_done */
 
 static int unloads_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -689,18 +701,15 @@ static int unloads_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 1; /* the count is the same in every module's info */
 }
 
-/* Empty the seqlocked tables entry by entry, under their locks: a reader that
- * raced the emptying sees an odd or changed count and misses. Entries never
- * written are skipped, so that their pages stay untouched. */
-static void forget_unloaded_code(void)
+/* Empty the seqlocked tables entry by entry, under their locks (one at a
+ * time): a reader that raced the emptying sees an odd or changed count and
+ * misses. Entries never written are skipped, so that their pages stay
+ * untouched. */
+static void tables_forget(void)
 {
-    /* Under rules_lock, which fork holds: a fork never finds this thread
-     * inside dl_iterate_phdr, holding the loader's lock into the child. */
-    lock_acquire(&rules_lock);
-    unsigned long long subs = 0;
-    dl_iterate_phdr(unloads_cb, &subs);
-    if (subs != unloads_seen) {
-        for (size_t i = 0; rules && i < RULE_ENTRIES; i++) {
+    if (rules) {
+        lock_acquire(&rules_lock);
+        for (size_t i = 0; i < RULE_ENTRIES; i++) {
             rule_entry_t *e = &rules[i];
             if (e->pc == 0)
                 continue;
@@ -711,29 +720,62 @@ static void forget_unloaded_code(void)
             e->rule.kind = 0;
             atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
         }
-        if (cache) {
-            lock_acquire(&cache_lock); /* nested: rules_lock first, as fork takes them */
-            for (size_t i = 0; i < CACHE_ENTRIES; i++) {
-                cache_entry_t *e = &cache[i];
-                if (e->depth == 0)
-                    continue;
-                unsigned seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
-                atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
-                atomic_thread_fence(memory_order_release);
-                e->depth = 0;
-                atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
-            }
-            lock_release(&cache_lock);
-        }
-        unloads_seen = subs;
+        lock_release(&rules_lock);
     }
-    lock_release(&rules_lock);
+    if (cache) {
+        lock_acquire(&cache_lock);
+        for (size_t i = 0; i < CACHE_ENTRIES; i++) {
+            cache_entry_t *e = &cache[i];
+            if (e->depth == 0)
+                continue;
+            unsigned seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+            atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
+            atomic_thread_fence(memory_order_release);
+            e->depth = 0;
+            atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+        }
+        lock_release(&cache_lock);
+    }
+}
+
+/* The protocol's steps 1-2. False: the check was skipped for a fork, and the
+ * rule table must not be used (step 3). */
+static bool forget_unloaded_code(void)
+{
+    if (rules == NULL && cache == NULL)
+        return true; /* nothing kept by address (not x86-64) */
+    atomic_fetch_add(&unload_checks, 1);
+    if (atomic_load(&fork_waiting)) {
+        atomic_fetch_sub(&unload_checks, 1);
+        return false;
+    }
+    unsigned long long subs = 0;
+    dl_iterate_phdr(unloads_cb, &subs);
+    atomic_fetch_sub(&unload_checks, 1);
+    if (subs != atomic_load_explicit(&unloads_seen, memory_order_acquire)) {
+        tables_forget();
+        atomic_store_explicit(&unloads_seen, subs, memory_order_release);
+    }
+    return true;
+}
+
+void trace_fork_prepare(void)
+{
+    atomic_store(&fork_waiting, true);
+    while (atomic_load(&unload_checks) != 0)
+        sched_yield();
+}
+
+void trace_fork_done(void)
+{
+    atomic_store(&fork_waiting, false);
 }
 
 /* The trace from the mark: the fast walk, else libgcc's unwinder. */
 static void capture_walk(capture_t *c, bool allow_fast)
 {
-    forget_unloaded_code();
+    if (!forget_unloaded_code())
+        allow_fast = false;
     if (allow_fast && rules != NULL && c->mark != 0) {
         capture_t start = *c;
         if (fast_walk(c))
@@ -788,8 +830,7 @@ int trace_crosscheck(uintptr_t mark, int max, uintptr_t *fast, uintptr_t *slow, 
     _Unwind_Backtrace(capture_step, &s);
     *n_slow = s.restart ? 0 : s.n;
     capture_t f = {.pcs = fast, .slots = slots, .mark = mark, .cacheable = true, .max = max};
-    forget_unloaded_code();
-    if (!fast_walk(&f))
+    if (!forget_unloaded_code() || !fast_walk(&f))
         return -1;
     return f.restart ? 0 : f.n;
 }
@@ -925,8 +966,8 @@ int trace_get(uint32_t id, uintptr_t *pcs, int max)
     return n;
 }
 
-/* Every lock of this file, in the order forget_unloaded_code nests the two it
- * takes together (rules_lock, then cache_lock). */
+/* Every lock of this file (a capture takes them one at a time, never two;
+ * trace_fork_prepare has already waited out the unload checks). */
 void trace_fork_lock(void)
 {
     lock_acquire(&rules_lock);

@@ -20,6 +20,7 @@
 
 #include <alloca.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
@@ -237,6 +238,75 @@ static void a_library_replaced_at_its_address_is_unwound_by_its_own_rules(void)
     expect_same(&c, "through the library loaded in its place (no frame)");
     dlclose(h);
 }
+
+/* dlclose frees (so captures) while it holds the loader's list lock, and the
+ * unload check takes that lock through dl_iterate_phdr, as does a callback of
+ * it that allocates. A thread whose allocations keep missing the capture
+ * cache (each below a frame of a new size) runs beside one that loads and
+ * unloads a library and lists the modules with a callback that allocates.
+ * With the check run under an ebb lock (eb59bee) this deadlocked within a
+ * second; alarm() turns a hang into a failure. */
+static atomic_int stop_churn;
+
+__attribute__((noinline)) static void *alloc_below_frame(uint64_t x)
+{
+    volatile char *pad = alloca(16 + x % 65536);
+    pad[0] = 0;
+    void *p = malloc(16 + (x >> 20) % 512);
+    __asm__ volatile("" ::: "memory"); /* keep the frame: no tail call */
+    return p;
+}
+
+static void *alloc_churn(void *arg)
+{
+    uint64_t x = (uint64_t)(uintptr_t)arg;
+    long n = 0;
+    while (!atomic_load_explicit(&stop_churn, memory_order_relaxed)) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        free(alloc_below_frame(x));
+        n++;
+    }
+    return (void *)n;
+}
+
+static int allocating_callback(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)info, (void)size;
+    free(malloc(32 + (size_t)(uintptr_t)arg));
+    return 0;
+}
+
+static void dlclose_and_module_listing_beside_allocations_do_not_deadlock(void)
+{
+    alarm(60);
+    atomic_store(&stop_churn, 0);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, alloc_churn, (void *)(uintptr_t)88172645463325252ull) == 0,
+            "pthread_create");
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long rounds = 0;
+    do {
+        plugin_call_fn call = NULL;
+        void *h = NULL;
+        plugin_open("libunwind_plugin_small.so", &h, &call);
+        if (h == NULL)
+            break;
+        dlclose(h);
+        dl_iterate_phdr(allocating_callback, (void *)(uintptr_t)rounds);
+        rounds++;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
+    atomic_store(&stop_churn, 1);
+    void *allocs;
+    pthread_join(t, &allocs);
+    alarm(0);
+    printf("    info: %ld load/unload rounds beside %ld allocations\n", rounds, (long)allocs);
+    CHECK(rounds > 10 && (long)allocs > 1000, "expected both threads to make progress: %ld rounds, "
+          "%ld allocations", rounds, (long)allocs);
+}
 #endif
 
 int main(void)
@@ -254,6 +324,7 @@ int main(void)
     RUN_CASE(a_signal_frame_makes_the_fast_walk_give_up);
 #if defined(__x86_64__)
     RUN_CASE(a_library_replaced_at_its_address_is_unwound_by_its_own_rules);
+    RUN_CASE(dlclose_and_module_listing_beside_allocations_do_not_deadlock);
 #endif
     return check_finish();
 }
