@@ -495,6 +495,8 @@ typedef struct os_info_s {
     size_t page_size;
     bool thp_always; /* transparent huge pages in "always" mode */
     bool static_exe; /* no program interpreter: a statically linked process */
+    bool via_loader; /* a dynamic program started as `ld.so ./prog`, whose
+                        /proc/self/exe is the loader */
 } os_info_t;
 extern os_info_t os_info;
 

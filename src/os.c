@@ -50,6 +50,7 @@ void os_init(void)
     for (size_t i = 0; ph != NULL && i < phnum; i++)
         interp |= ph[i].p_type == PT_INTERP;
     os_info.static_exe = ph != NULL && !interp;
+    os_info.via_loader = interp && getauxval(AT_BASE) == 0;
 }
 
 size_t os_read_file(const char *path, char *buf, size_t cap)

@@ -45,6 +45,7 @@
  * capture time; a few milliseconds per report.
  */
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <sched.h>
@@ -1016,6 +1017,14 @@ static int module_find_cb(struct dl_phdr_info *info, size_t size, void *arg)
                 if (len >= sizeof m->path)
                     len = sizeof m->path - 1;
                 memcpy(m->path, name, len);
+                m->path[len] = '\0';
+            } else if (os_info.via_loader) {
+                /* Started as `ld.so ./prog`: /proc/self/exe is the loader, and
+                 * the program is its argv[0], relative to the start's cwd. */
+                size_t len = strlen(program_invocation_name);
+                if (len >= sizeof m->path)
+                    len = sizeof m->path - 1;
+                memcpy(m->path, program_invocation_name, len);
                 m->path[len] = '\0';
             } else { /* the main program: its real path (addr2line runs elsewhere) */
                 ssize_t len = readlink("/proc/self/exe", m->path, sizeof m->path - 1);

@@ -109,6 +109,17 @@ grep -q "a write past the requested size (found at free): the byte at offset 10 
     fail "the overflow report should say which byte changed"
 { EBB_DEBUG=1 EBB_DEBUG_TRACE_DEPTH=0 "$D/double_free" >/dev/null 2>"$TMP/notrace"; } 2>/dev/null
 grep -q "(no stack trace)" "$TMP/notrace" || fail "EBB_DEBUG_TRACE_DEPTH=0 should record no traces"
+# Started through the loader (`ld.so ./prog`), whose /proc/self/exe is the
+# loader: the program's own frames are still named from the program's file.
+LDSO=$(ldd "$D/double_free" | awk '/ld-linux/ { print $1 }')
+if [ -x "$LDSO" ]; then
+    { EBB_DEBUG=1 "$LDSO" "$D/double_free" >/dev/null 2>"$TMP/ldso"; } 2>/dev/null
+    awk '/^  allocated at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/ldso" | head -n 1 |
+        grep -q " in allocate_victim+" ||
+        fail "started as '$LDSO prog', the allocation trace should name allocate_victim: $(grep -A1 'allocated at' "$TMP/ldso")"
+else
+    fail "no dynamic loader found in ldd's output for $D/double_free"
+fi
 # Release mode: the same misuse is not diagnosed (and must not be reported).
 "$D/overflow" >"$TMP/rel" 2>&1
 grep -q "==ebb==" "$TMP/rel" && fail "without EBB_DEBUG nothing is reported"
