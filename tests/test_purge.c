@@ -1465,6 +1465,37 @@ static void huge_pages_option_backs_huge_blocks(void)
     expect_child_passes("child_huge_pages_option_backs_huge_blocks", env, 30);
 }
 
+/* With EBB_HUGE_PAGES=1 a purged mapping waiting in the huge cache loses its
+ * mark (khugepaged must not fold its resident header page back into a huge
+ * page), and gets it back when a request takes it. EBB_PURGE_DELAY=0: the
+ * free purges at once. */
+static void child_huge_pages_mark_leaves_a_purged_cached_mapping(void)
+{
+    const size_t n = 8 * MiB;
+    unsigned char *p = malloc(n);
+    REQUIRE(p != NULL, "malloc(8 MiB) failed");
+    touch(p, n, 5);
+    free(p); /* purged at once, cached */
+    vma_state_t v;
+    REQUIRE(vma_state(p, &v), "the cached mapping at %p should still be mapped", (void *)p);
+    CHECK(!v.hg, "a purged cached mapping should not keep MADV_HUGEPAGE");
+    CHECK(v.anon_huge_kb == 0, "a purged cached mapping should hold no huge page: "
+          "AnonHugePages %ld KiB", v.anon_huge_kb);
+    unsigned char *q = malloc(n);
+    REQUIRE(q != NULL, "malloc(8 MiB) failed");
+    REQUIRE(vma_state(q, &v), "no mapping holds %p", (void *)q);
+    CHECK(q == p, "the request should take the cached mapping: got %p, cached %p", (void *)q,
+          (void *)p);
+    CHECK(v.hg, "a mapping taken from the cache should be marked MADV_HUGEPAGE again");
+    free(q);
+}
+
+static void huge_pages_mark_leaves_a_purged_cached_mapping(void)
+{
+    static const char *const env[] = {"EBB_HUGE_PAGES=1", "EBB_PURGE_DELAY=0", NULL};
+    expect_child_passes("child_huge_pages_mark_leaves_a_purged_cached_mapping", env, 30);
+}
+
 /* By default nothing asks for huge pages: with THP in "madvise" mode a
  * written huge block has none, so a sparsely written one stays small. */
 static void child_huge_blocks_get_no_huge_pages_by_default(void)
@@ -2577,6 +2608,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
     CHILD_CASE(child_a_huge_block_holds_at_most_1_5x_its_size),
     CHILD_CASE(child_huge_pages_option_backs_huge_blocks),
+    CHILD_CASE(child_huge_pages_mark_leaves_a_purged_cached_mapping),
     CHILD_CASE(child_huge_blocks_get_no_huge_pages_by_default),
     CHILD_CASE(child_one_block_at_a_time_over_many_classes_reuses_one_page),
     CHILD_CASE(child_a_waiting_thread_hands_its_written_segment_on),
@@ -2642,6 +2674,7 @@ int main(int argc, char **argv)
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
     RUN_CASE(a_huge_block_holds_at_most_1_5x_its_size);
     RUN_CASE(huge_pages_option_backs_huge_blocks);
+    RUN_CASE(huge_pages_mark_leaves_a_purged_cached_mapping);
     RUN_CASE(huge_blocks_get_no_huge_pages_by_default);
     RUN_CASE(one_block_at_a_time_over_many_classes_reuses_one_page);
     RUN_CASE(a_waiting_thread_hands_its_written_segment_on);
