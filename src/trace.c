@@ -161,6 +161,23 @@ static _Unwind_Reason_Code capture_step(struct _Unwind_Context *ctx, void *arg)
  * trace_intern would. */
 static void trace_count(int depth);
 
+/* Writers of the seqlocked tables (this cache, the rule table below), under
+ * the table's lock: make the entry's count odd before changing it and even
+ * again after, so that a reader that raced the change sees an odd or changed
+ * count and treats its lookup as a miss. */
+static unsigned seq_write_begin(atomic_uint *seq)
+{
+    unsigned s = atomic_load_explicit(seq, memory_order_relaxed);
+    atomic_store_explicit(seq, s + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    return s;
+}
+
+static void seq_write_end(atomic_uint *seq, unsigned begun)
+{
+    atomic_store_explicit(seq, begun + 2, memory_order_release);
+}
+
 typedef struct cache_entry_s {
     atomic_uint seq;
     uint32_t id;
@@ -240,16 +257,14 @@ static void cache_store(const uintptr_t *pcs, const uintptr_t *slots, int n, int
 {
     cache_entry_t *e = &cache[cache_index(slots[0], pcs[0])];
     lock_acquire(&cache_lock);
-    unsigned seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
-    atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
+    unsigned seq = seq_write_begin(&e->seq);
     e->depth = (uint8_t)n;
     e->max = (uint8_t)max;
     e->id = id;
     e->thread = thread_id_self();
     memcpy(e->ra, pcs, (size_t)n * sizeof pcs[0]);
     memcpy(e->slot, slots, (size_t)n * sizeof slots[0]);
-    atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+    seq_write_end(&e->seq, seq);
     lock_release(&cache_lock);
 }
 
@@ -607,12 +622,10 @@ ebb_racy_reader static rule_t rule_for(uintptr_t pc)
     rule_t r = rule_compute(pc, &func);
     r.entry = is_entry_point(func);
     lock_acquire(&rules_lock);
-    seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
-    atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
+    seq = seq_write_begin(&e->seq);
     e->pc = pc;
     e->rule = r;
-    atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+    seq_write_end(&e->seq, seq);
     lock_release(&rules_lock);
     return r;
 }
@@ -703,8 +716,7 @@ static int unloads_cb(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* Empty the seqlocked tables entry by entry, under their locks (one at a
- * time): a reader that raced the emptying sees an odd or changed count and
- * misses. Entries never written are skipped, so that their pages stay
+ * time). Entries never written are skipped, so that their pages stay
  * untouched. */
 static void tables_forget(void)
 {
@@ -714,12 +726,10 @@ static void tables_forget(void)
             rule_entry_t *e = &rules[i];
             if (e->pc == 0)
                 continue;
-            unsigned seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
-            atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
-            atomic_thread_fence(memory_order_release);
+            unsigned seq = seq_write_begin(&e->seq);
             e->pc = 0;
             e->rule.kind = 0;
-            atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+            seq_write_end(&e->seq, seq);
         }
         lock_release(&rules_lock);
     }
@@ -729,11 +739,9 @@ static void tables_forget(void)
             cache_entry_t *e = &cache[i];
             if (e->depth == 0)
                 continue;
-            unsigned seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
-            atomic_store_explicit(&e->seq, seq + 1, memory_order_relaxed);
-            atomic_thread_fence(memory_order_release);
+            unsigned seq = seq_write_begin(&e->seq);
             e->depth = 0;
-            atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+            seq_write_end(&e->seq, seq);
         }
         lock_release(&cache_lock);
     }
