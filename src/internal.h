@@ -145,6 +145,11 @@
 #define HUGE_CACHE_MAX       16
 #define HUGE_CACHE_MAX_BYTES ((size_t)64 * 1024 * 1024)
 
+/* Spare pages cut off cached huge mappings (large.c), kept for the next huge
+ * block: at most this many ranges, within HUGE_CACHE_MAX_BYTES together with
+ * the cached mappings. */
+#define HUGE_SPARE_MAX 16
+
 /* A cached huge mapping is taken as it is for a request it exceeds by at most
  * this fraction (1/HUGE_TAKE_SLACK_DIV of the request); a bigger one is cut
  * to size. So a live huge block holds at most 1.5x its pages. Seed "big"
@@ -185,7 +190,9 @@
  *      delay after their release, like 1. The untouched spare of the last
  *      segment region is unmapped after EBB_UNMAP_DELAY.
  *   6. The huge cache: <= HUGE_CACHE_MAX mappings and HUGE_CACHE_MAX_BYTES,
- *      purged after one purge delay, unmapped after EBB_UNMAP_DELAY.
+ *      purged after one purge delay, unmapped after EBB_UNMAP_DELAY; within
+ *      the same bytes, <= HUGE_SPARE_MAX spare ranges cut off its mappings,
+ *      unmapped after one purge delay.
  *   7. Debug mode only: the quarantine (EBB_DEBUG_QUARANTINE bytes, held until
  *      later frees push its blocks out or malloc_trim), and the reuse cache of
  *      16..128 KiB blocks out of it (a quarter of that bound; purged and
@@ -506,16 +513,18 @@ void os_init(void);
  * bytes into the mapping: (start + align_offset) % align == 0. NULL on failure.
  * Memory is zero. */
 void *os_map_aligned(size_t size, size_t align, size_t align_offset);
-/* Reserve address space only (PROT_NONE), aligned as os_map_aligned. */
-void *os_reserve_aligned(size_t size, size_t align, size_t align_offset);
 void os_unmap(void *p, size_t size);
-/* Drop a reservation from os_reserve_aligned. */
-void os_unreserve(void *p, size_t size);
 /* Grow or shrink a mapping in place; false if it cannot be done in place. */
 bool os_remap_inplace(void *p, size_t old_size, size_t new_size);
-/* Move a mapping onto `target` (which must be a reservation of new_size bytes),
- * resizing it; no data is copied. False on failure (the old mapping is intact). */
-bool os_remap_move(void *p, size_t old_size, size_t new_size, void *target);
+/* Map fresh pages at [end, end + size) if nothing is mapped there (typically
+ * right after one of ebb's mappings, to grow it); false if anything is. */
+bool os_extend(void *end, size_t size);
+/* Move the pages of [src, src + old_size) to dst, which must lie in one of
+ * ebb's own mappings (whatever was there is unmapped), growing them to
+ * new_size there. No byte is copied; src is left unmapped. Growing needs src
+ * to be one kernel mapping (VMA); so does moving at all before Linux 6.17.
+ * False on failure (both ranges as they were). */
+bool os_move(void *src, size_t old_size, size_t new_size, void *dst);
 /* Give the pages back. With MADV_DONTNEED (the default) their RSS goes at
  * once and they read back as zero (returns true); with MADV_FREE the kernel
  * takes them when it needs memory and their contents are undefined until

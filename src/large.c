@@ -21,6 +21,26 @@
  * mapping one purge delay after its free and unmaps it after the unmap delay;
  * a full cache evicts its oldest entry.
  *
+ * Spare pages. A cached mapping taken for a block of less than two thirds of
+ * its size is cut, and its tail, pages the program wrote, is kept where it is
+ * as a spare (bookkeeping only), so that the next huge block needing pages
+ * takes these instead of faulting fresh ones in:
+ *   - a cached mapping grown for a bigger block, or a live one grown by
+ *     realloc, first takes back the spare that starts where it ends (its own
+ *     cut tail: no syscall);
+ *   - what it still lacks, and a new mapping, it takes from the newest spares,
+ *     moved with mremap onto its fresh, never touched pages: the page tables
+ *     move, nothing faults and no byte is copied.
+ * This is what a page heap gets by merging neighbouring free spans, without
+ * needing the neighbours: seed "big" faults about half as many pages in
+ * (docs/memory-return.md). Spares count in the huge cache's byte bound
+ * (evicted before cached mappings, oldest first) and, having no header to
+ * keep, are unmapped one purge delay after the cut. A mapping that received
+ * moved pages is several kernel mappings (VMAs): mremap cannot grow it in
+ * place then, so its realloc copies. Not used with EBB_PURGE_DELAY=0 (a cut
+ * tail goes back at once) nor with EBB_HUGE_PAGES (a mapping stays one VMA,
+ * marked as a whole).
+ *
  * Transparent huge pages (EBB_HUGE_PAGES=1, off by default): each new mapping
  * is marked MADV_HUGEPAGE (and unmarked while it waits purged in the cache),
  * so that a block the program writes faults in 2 MiB at a time: about half the page faults on seed "big", a fifth on
@@ -123,6 +143,173 @@ static void huge_cache_remove_locked(size_t i)
     memmove(&huge_cache[i], &huge_cache[i + 1], (huge_count - i) * sizeof huge_cache[0]);
 }
 
+/* Spares (see the top of the file), under huge_lock. A piece smaller than
+ * HUGE_PIECE_MIN is not worth a kernel mapping of its own: it is not moved. */
+#define HUGE_PIECE_MIN ((size_t)256 << 10)
+
+typedef struct {
+    uint8_t *addr;
+    size_t len;
+    uint64_t cut_at_ms;
+} huge_spare_t;
+
+static huge_spare_t huge_spares[HUGE_SPARE_MAX] ebb_cold_bss; /* oldest first */
+static size_t huge_spare_count;
+static size_t huge_spare_bytes;
+
+/* Ranges to unmap once huge_lock is released. */
+typedef struct {
+    size_t n;
+    struct {
+        void *addr;
+        size_t len;
+    } r[HUGE_CACHE_MAX + HUGE_SPARE_MAX];
+} huge_drops_t;
+
+static void drops_add(huge_drops_t *d, void *addr, size_t len)
+{
+    d->r[d->n].addr = addr;
+    d->r[d->n].len = len;
+    d->n++;
+}
+
+static void drops_unmap(huge_drops_t *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        os_unmap(d->r[i].addr, d->r[i].len);
+    d->n = 0;
+}
+
+static void spare_remove_locked(size_t i)
+{
+    huge_spare_bytes -= huge_spares[i].len;
+    huge_spare_count--;
+    memmove(&huge_spares[i], &huge_spares[i + 1], (huge_spare_count - i) * sizeof huge_spares[0]);
+}
+
+static bool spares_enabled(void)
+{
+    return option_get(OPT_PURGE_DELAY) != 0 && !option_get(OPT_HUGE_PAGES);
+}
+
+/* Keep [addr, addr + len), the cut tail of a mapping, as a spare; the oldest
+ * spares make room for it. Unmapped instead if cached mappings alone leave no
+ * room under the byte bound. */
+static void spare_keep(uint8_t *addr, size_t len)
+{
+    huge_drops_t drops = {0};
+    lock_acquire(&huge_lock);
+    while (huge_spare_count > 0 &&
+           (huge_spare_count == HUGE_SPARE_MAX || huge_bytes + huge_spare_bytes + len > HUGE_CACHE_MAX_BYTES)) {
+        drops_add(&drops, huge_spares[0].addr, huge_spares[0].len);
+        spare_remove_locked(0);
+    }
+    if (huge_bytes + len <= HUGE_CACHE_MAX_BYTES) {
+        huge_spares[huge_spare_count++] = (huge_spare_t){addr, len, os_now_ms()};
+        huge_spare_bytes += len;
+    } else {
+        drops_add(&drops, addr, len);
+    }
+    lock_release(&huge_lock);
+    drops_unmap(&drops);
+    purge_wake();
+}
+
+/* Take up to `want` bytes from the front of the spare that starts at `end`
+ * (the cut tail of the mapping that ends there), if it has at least `least`;
+ * how many were taken. Its pages are already mapped right there. */
+static size_t spare_take_adjacent(uint8_t *end, size_t want, size_t least)
+{
+    size_t taken = 0;
+    lock_acquire(&huge_lock);
+    for (size_t i = 0; i < huge_spare_count; i++) {
+        huge_spare_t *sp = &huge_spares[i];
+        if (sp->addr != end || sp->len < least)
+            continue;
+        taken = sp->len < want ? sp->len : want;
+        sp->addr += taken;
+        sp->len -= taken;
+        huge_spare_bytes -= taken;
+        if (sp->len == 0)
+            spare_remove_locked(i);
+        break;
+    }
+    lock_release(&huge_lock);
+    return taken;
+}
+
+/* Replace the fresh, never touched pages of [dst, dst + len) (part of a
+ * mapping the caller owns) with pages of the newest spares, from the end of
+ * the range down; true if any moved (the range no longer reads as zero). */
+static bool spare_fill(uint8_t *dst, size_t len)
+{
+    bool moved = false;
+    while (len >= HUGE_PIECE_MIN) {
+        uint8_t *src = NULL;
+        size_t k = 0;
+        lock_acquire(&huge_lock);
+        if (huge_spare_count > 0) {
+            huge_spare_t *sp = &huge_spares[huge_spare_count - 1];
+            k = sp->len < len ? sp->len : len;
+            src = sp->addr + sp->len - k;
+            sp->len -= k;
+            huge_spare_bytes -= k;
+            if (sp->len == 0)
+                spare_remove_locked(huge_spare_count - 1);
+        }
+        lock_release(&huge_lock);
+        if (src == NULL)
+            break;
+        if (k < HUGE_PIECE_MIN) {
+            os_unmap(src, k); /* a scrap left by earlier takes */
+            continue;
+        }
+        if (!os_move(src, k, k, dst + len - k)) {
+            os_unmap(src, k); /* e.g. it spans two VMAs on an older kernel */
+            break;
+        }
+        moved = true;
+        len -= k;
+    }
+    return moved;
+}
+
+/* Grow the mapping at seg from `from` to `to` bytes where it is: false if the
+ * address space after it is taken. */
+static bool huge_grow_in_place(segment_t *seg, size_t from, size_t to)
+{
+    if (os_remap_inplace(seg, from, to))
+        return true;
+    if (!os_extend((uint8_t *)seg + from, to - from))
+        return false;
+    if (option_get(OPT_HUGE_PAGES)) /* the new pages take the mark: one mapping again */
+        os_huge_pages(seg, to);
+    return true;
+}
+
+/* Grow it by moving its pages (no byte is copied) to the start of a new
+ * mapping of `to` bytes, aligned the same way: the new address, or NULL (seg
+ * is as it was; Linux before 6.17 cannot move a mapping that received spare
+ * pages). The caller unlinks seg from any list first: its header moves with
+ * it. */
+static segment_t *huge_grow_moved(segment_t *seg, size_t from, size_t to)
+{
+    size_t offset, map_align, align_offset;
+    huge_layout(seg->alignment, &offset, &map_align, &align_offset);
+    segment_t *target = os_map_aligned(to, map_align, align_offset);
+    if (target == NULL)
+        return NULL;
+    if (option_get(OPT_HUGE_PAGES))
+        os_huge_pages(target, to);
+    /* One kernel mapping grows as it moves, and stays one; several (it
+     * received spare pages) move as they are, onto the new one's start. */
+    if (!os_move(seg, from, to, target) && !os_move(seg, from, from, target)) {
+        os_unmap(target, to);
+        return NULL;
+    }
+    return target;
+}
+
 /* Take the cached mapping that fits `total` best (same layout): as it is if
  * it is big enough and exceeds `total` by at most half the block's part of it
  * (total - offset; HUGE_TAKE_SLACK_DIV), else resized to `total`; NULL if
@@ -159,22 +346,39 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
      * varying sizes would page-fault on every allocation. */
     if (seg->map_size >= total && seg->map_size - total <= (total - offset) / HUGE_TAKE_SLACK_DIV)
         return seg;
-    if (seg->map_size != total) {
-        if (os_remap_inplace(seg, seg->map_size, total)) {
-            seg->map_size = total;
-        } else {
-            size_t off, map_align, align_offset;
-            huge_layout(seg->alignment, &off, &map_align, &align_offset);
-            void *target = os_reserve_aligned(total, map_align, align_offset);
-            if (target == NULL || !os_remap_move(seg, seg->map_size, total, target)) {
-                if (target)
-                    os_unreserve(target, total);
+    if (seg->map_size > total) {
+        /* Too big: cut. */
+        uint8_t *tail = (uint8_t *)seg + total;
+        size_t cut = seg->map_size - total;
+        seg->map_size = total;
+        if (spares_enabled() && !seg->huge_purged)
+            spare_keep(tail, cut);
+        else
+            os_unmap(tail, cut);
+        return seg;
+    }
+    /* Too small: grow it, by its own cut tail if that is still there, then
+     * by fresh pages, which the newest spares replace. */
+    if (spares_enabled()) {
+        size_t back = spare_take_adjacent((uint8_t *)seg + seg->map_size, total - seg->map_size, 1);
+        if (back > 0) {
+            seg->map_size += back;
+            *zero = false;
+        }
+    }
+    size_t fresh_from = seg->map_size;
+    if (fresh_from < total) {
+        if (!huge_grow_in_place(seg, fresh_from, total)) {
+            segment_t *moved = huge_grow_moved(seg, fresh_from, total);
+            if (moved == NULL) {
                 os_unmap(seg, seg->map_size);
                 return NULL;
             }
-            seg = target;
-            seg->map_size = total;
+            seg = moved;
         }
+        seg->map_size = total;
+        if (spares_enabled() && spare_fill((uint8_t *)seg + fresh_from, total - fresh_from))
+            *zero = false;
     }
     return seg;
 }
@@ -203,6 +407,8 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
         seg = os_map_aligned(total, map_align, align_offset);
     if (seg == NULL)
         return NULL;
+    if (spares_enabled() && spare_fill((uint8_t *)seg + offset, total - offset))
+        *zero = false;
     /* EBB_HUGE_PAGES: the flag is the mapping's, so it stays with it when
      * mremap grows or moves it and while it waits in the cache. */
     if (option_get(OPT_HUGE_PAGES))
@@ -230,18 +436,20 @@ void huge_free(segment_t *seg)
     seg->huge_zero = false;
     if (option_get(OPT_PURGE_DELAY) == 0) /* at once, before anyone can take it */
         huge_purge_cached(seg);
-    segment_t *evict[HUGE_CACHE_MAX];
-    size_t n = 0;
+    huge_drops_t drops = {0};
     lock_acquire(&huge_lock);
+    while (huge_spare_count > 0 && huge_bytes + huge_spare_bytes + size > HUGE_CACHE_MAX_BYTES) {
+        drops_add(&drops, huge_spares[0].addr, huge_spares[0].len);
+        spare_remove_locked(0);
+    }
     while (huge_count > 0 && (huge_count == HUGE_CACHE_MAX || huge_bytes + size > HUGE_CACHE_MAX_BYTES)) {
-        evict[n++] = huge_cache[0];
+        drops_add(&drops, huge_cache[0], huge_cache[0]->map_size);
         huge_cache_remove_locked(0);
     }
     huge_cache[huge_count++] = seg;
     huge_bytes += size;
     lock_release(&huge_lock);
-    for (size_t i = 0; i < n; i++)
-        os_unmap(evict[i], evict[i]->map_size);
+    drops_unmap(&drops);
     purge_wake();
 }
 
@@ -263,7 +471,9 @@ void huge_counts(huge_counts_t *out)
     for (segment_t *seg = huge_live_first; seg; seg = seg->next)
         out->live_usable_bytes += seg->map_size - seg->block_offset;
     out->cached = huge_count;
-    out->cached_bytes = huge_bytes;
+    out->cached_bytes = huge_bytes + huge_spare_bytes;
+    out->cached_committed_bytes = huge_spare_bytes;
+    out->cached_unpurged_bytes = huge_spare_bytes;
     for (size_t i = 0; i < huge_count; i++) {
         segment_t *seg = huge_cache[i];
         if (seg->huge_purged) {
@@ -279,7 +489,7 @@ void huge_counts(huge_counts_t *out)
 bool huge_cache_pending(void)
 {
     lock_acquire(&huge_lock);
-    bool pending = huge_count > 0;
+    bool pending = huge_count > 0 || huge_spare_count > 0;
     lock_release(&huge_lock);
     return pending;
 }
@@ -288,14 +498,23 @@ bool huge_cache_decay(uint64_t now_ms, bool force)
 {
     long purge_delay = option_get(OPT_PURGE_DELAY);
     uint64_t unmap_delay = (uint64_t)option_get(OPT_UNMAP_DELAY);
-    segment_t *drop[HUGE_CACHE_MAX];
-    size_t n = 0;
+    huge_drops_t drops = {0};
     lock_acquire(&huge_lock);
+    /* Spares go after one purge delay (EBB_PURGE_DELAY=-1: the unmap delay). */
+    uint64_t spare_delay = purge_delay >= 0 ? (uint64_t)purge_delay : unmap_delay;
+    for (size_t i = 0; i < huge_spare_count;) {
+        if (force || now_ms - huge_spares[i].cut_at_ms >= spare_delay) {
+            drops_add(&drops, huge_spares[i].addr, huge_spares[i].len);
+            spare_remove_locked(i);
+            continue;
+        }
+        i++;
+    }
     for (size_t i = 0; i < huge_count;) {
         segment_t *seg = huge_cache[i];
         uint64_t age = now_ms - seg->huge_freed_at_ms;
         if (force || age >= unmap_delay) {
-            drop[n++] = seg;
+            drops_add(&drops, seg, seg->map_size);
             huge_cache_remove_locked(i);
             continue;
         }
@@ -304,10 +523,9 @@ bool huge_cache_decay(uint64_t now_ms, bool force)
         }
         i++;
     }
-    bool pending = huge_count > 0;
+    bool pending = huge_count > 0 || huge_spare_count > 0;
     lock_release(&huge_lock);
-    for (size_t i = 0; i < n; i++)
-        os_unmap(drop[i], drop[i]->map_size);
+    drops_unmap(&drops);
     return pending;
 }
 
@@ -351,26 +569,29 @@ void *huge_realloc(segment_t *seg, void *p, size_t size)
         huge_set_size(seg, new_total);
         return p;
     }
-    if (os_remap_inplace(seg, old_total, new_total)) {
+    /* Growing: into its own cut tail if that is still there, else where it
+     * is, else moved; the fresh pages are then replaced by spare pages. */
+    if (spares_enabled() && spare_take_adjacent((uint8_t *)seg + old_total, new_total - old_total,
+                                                new_total - old_total) > 0) {
         huge_set_size(seg, new_total);
         return p;
     }
-    size_t off, map_align, align_offset;
-    huge_layout(seg->alignment, &off, &map_align, &align_offset);
-    void *target = os_reserve_aligned(new_total, map_align, align_offset);
-    if (target == NULL)
-        return NULL;
-    segment_map_set(seg, false);
-    huge_count_live(seg, false); /* its header moves with the mapping */
-    if (!os_remap_move(seg, old_total, new_total, target)) {
+    if (huge_grow_in_place(seg, old_total, new_total)) {
+        huge_set_size(seg, new_total);
+    } else {
+        segment_map_set(seg, false);
+        huge_count_live(seg, false); /* its header moves with the mapping */
+        segment_t *moved = huge_grow_moved(seg, old_total, new_total);
+        if (moved != NULL) {
+            seg = moved;
+            seg->map_size = new_total;
+        }
         huge_count_live(seg, true);
         segment_map_set(seg, true);
-        os_unreserve(target, new_total);
-        return NULL;
+        if (moved == NULL)
+            return NULL;
     }
-    seg = target;
-    seg->map_size = new_total;
-    huge_count_live(seg, true);
-    segment_map_set(seg, true);
+    if (spares_enabled())
+        spare_fill((uint8_t *)seg + old_total, new_total - old_total);
     return (uint8_t *)seg + offset;
 }

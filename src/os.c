@@ -239,16 +239,6 @@ void *os_map_aligned(size_t size, size_t align, size_t align_offset)
     return p;
 }
 
-void *os_reserve_aligned(size_t size, size_t align, size_t align_offset)
-{
-    return os_map_aligned_prot(size, align, align_offset, PROT_NONE);
-}
-
-void os_unreserve(void *p, size_t size)
-{
-    munmap(p, size);
-}
-
 void os_unmap(void *p, size_t size)
 {
     atomic_fetch_add_explicit(&unmap_calls, 1, memory_order_relaxed);
@@ -270,14 +260,35 @@ bool os_remap_inplace(void *p, size_t old_size, size_t new_size)
     return true;
 }
 
-bool os_remap_move(void *p, size_t old_size, size_t new_size, void *target)
+bool os_extend(void *end, size_t size)
 {
     if (os_request_fails())
         return false;
-    void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, target);
+    int saved = errno;
+    void *p = mmap(end, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    errno = saved;
+    if (p == MAP_FAILED)
+        return false;
+    if (p != end) { /* a kernel before 4.17 took the address as a hint */
+        munmap(p, size);
+        return false;
+    }
+    atomic_fetch_add_explicit(&mapped_bytes, size, memory_order_relaxed);
+    return true;
+}
+
+bool os_move(void *src, size_t old_size, size_t new_size, void *dst)
+{
+    if (os_request_fails())
+        return false;
+    int saved = errno;
+    void *q = mremap(src, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+    errno = saved;
     if (q == MAP_FAILED)
         return false;
-    atomic_fetch_add_explicit(&mapped_bytes, new_size - old_size, memory_order_relaxed);
+    /* dst was counted when it was mapped; src's range is gone. */
+    atomic_fetch_sub_explicit(&mapped_bytes, old_size, memory_order_relaxed);
     return true;
 }
 

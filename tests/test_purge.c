@@ -1319,11 +1319,21 @@ static void resident_slices_are_reused_before_purged_ones(void)
     expect_child_passes("child_resident_slices_are_reused_before_purged_ones", env, 30);
 }
 
+/* The first byte of [p, p + n) that is not v, or n. */
+static size_t first_not(const unsigned char *p, size_t n, unsigned char v)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != v)
+            return i;
+    return n;
+}
+
 /* The retention bound of a live huge block (internal.h, HUGE_TAKE_SLACK_DIV):
  * a cached mapping is taken as it is only for a request it exceeds by at most
- * half; a bigger one is cut to size, and its tail goes back to the OS. No
- * background purge (EBB_PURGE_DELAY=-1): the cached mapping stays resident
- * until it is taken. */
+ * half; a bigger one is cut to size. The tail cut off becomes a spare
+ * (large.c): counted in the huge cache, its pages given to the next huge
+ * block that needs pages, given back by malloc_trim. No background purge
+ * (EBB_PURGE_DELAY=-1): nothing changes behind the test's back. */
 static void child_a_huge_block_holds_at_most_1_5x_its_size(void)
 {
     const size_t big = 6 * MiB;
@@ -1342,23 +1352,51 @@ static void child_a_huge_block_holds_at_most_1_5x_its_size(void)
           "got %p (the cached block was %p), usable %zu KiB", (void *)b, (void *)a,
           usable_b / KiB);
     free(b);
-    /* 3.5 MiB: 6 MiB is more than 1.5x, so the mapping is cut to size and
-     * what was cut is no longer resident. */
-    long before = rss_now();
-    unsigned char *c = malloc(3 * MiB + 512 * KiB);
+    /* 3.5 MiB: 6 MiB is more than 1.5x, so the mapping is cut to size, and
+     * the 2.5 MiB tail waits as a spare, counted in the huge cache. */
+    const size_t c_size = 3 * MiB + 512 * KiB;
+    unsigned char *c = malloc(c_size);
     REQUIRE(c != NULL, "malloc(3.5 MiB) failed");
     size_t usable_c = malloc_usable_size(c);
-    touch(c, 3 * MiB + 512 * KiB, 2);
-    long after = rss_now();
-    printf("    info: 3.5 MiB next: usable %zu KiB, RSS %+ld KiB\n", usable_c / KiB,
-           (after - before) / 1024);
-    CHECK(usable_c < 3 * MiB + 512 * KiB + 64 * KiB,
+    touch(c, c_size, 2);
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    printf("    info: 3.5 MiB next: usable %zu KiB; huge cache %.1f MiB in %llu mappings\n",
+           usable_c / KiB, mib((long)st.huge_cached_bytes), (unsigned long long)st.huge_cached);
+    CHECK(usable_c < c_size + 64 * KiB,
           "a 3.5 MiB request should cut the cached 6 MiB mapping to size (more than 1.5x): "
           "usable %zu KiB", usable_c / KiB);
-    CHECK(after - before <= -(long)(2 * MiB),
-          "the 2.5 MiB cut off the cached mapping should leave RSS: RSS changed by %+ld KiB",
+    CHECK(st.huge_cached == 0 && st.huge_cached_bytes >= 2 * MiB + 256 * KiB &&
+              st.huge_cached_bytes <= 2 * MiB + 512 * KiB,
+          "the 2.5 MiB cut off should be counted in the huge cache as a spare: %llu mappings, "
+          "%.2f MiB", (unsigned long long)st.huge_cached, mib((long)st.huge_cached_bytes));
+    /* A new 3 MiB block (the cache holds no mapping) takes the spare's pages
+     * instead of faulting 2.5 MiB of fresh ones in; c is left as it was. */
+    long before = rss_now();
+    unsigned char *d = malloc(3 * MiB);
+    REQUIRE(d != NULL, "malloc(3 MiB) failed");
+    touch(d, 3 * MiB, 3);
+    long after = rss_now();
+    printf("    info: a new 3 MiB block, written: RSS %+ld KiB\n", (after - before) / 1024);
+    CHECK(after - before <= (long)(1 * MiB),
+          "a new 3 MiB block should take the 2.5 MiB spare's pages: RSS grew by %+ld KiB",
           (after - before) / 1024);
+    size_t bad_c = first_not(c, c_size, 2), bad_d = first_not(d, 3 * MiB, 3);
+    CHECK(bad_c == c_size && bad_d == 3 * MiB,
+          "the blocks should keep what was written: 3.5 MiB block byte %zu of %zu, "
+          "3 MiB block byte %zu of %zu changed", bad_c, c_size, bad_d, (size_t)(3 * MiB));
+    ebb_stats_get(&st);
+    CHECK(st.huge_cached_bytes == 0, "the spare should be used up: huge cache %.2f MiB",
+          mib((long)st.huge_cached_bytes));
     free(c);
+    free(d);
+    /* malloc_trim gives back the two cached mappings at once. */
+    before = rss_now();
+    malloc_trim(0);
+    after = rss_now();
+    CHECK(before - after >= (long)(6 * MiB),
+          "malloc_trim(0) should give back the 6.5 MiB of cached mappings: RSS %+ld KiB",
+          (after - before) / 1024);
 }
 
 static void a_huge_block_holds_at_most_1_5x_its_size(void)
@@ -1403,6 +1441,147 @@ static bool vma_state(const void *p, vma_state_t *v)
         line = nl + 1;
     }
     return inside;
+}
+
+/* Spares (large.c): realloc grows a huge block into its own cut tail where
+ * it is, without a fault; a block built of a fresh mapping and spare pages
+ * (several kernel mappings) can still grow and move, keeping its bytes. No
+ * background purge (EBB_PURGE_DELAY=-1). */
+static void child_huge_spares_serve_realloc_and_keep_contents(void)
+{
+    unsigned char *a = malloc(8 * MiB);
+    REQUIRE(a != NULL, "malloc(8 MiB) failed");
+    touch(a, 8 * MiB, 1);
+    free(a);
+    unsigned char *b = malloc(3 * MiB); /* cuts the cached 8 MiB mapping: 5 MiB spare */
+    REQUIRE(b == a, "malloc(3 MiB) should take the cached 8 MiB mapping: got %p, it was %p",
+            (void *)b, (void *)a);
+    touch(b, 3 * MiB, 2);
+    long before = rss_now();
+    unsigned char *g = realloc(b, 6 * MiB);
+    REQUIRE(g != NULL, "realloc to 6 MiB failed");
+    touch(g + 3 * MiB, 3 * MiB, 3);
+    long after = rss_now();
+    printf("    info: realloc 3 -> 6 MiB into its own cut tail: %p (was %p), RSS %+ld KiB\n",
+           (void *)g, (void *)b, (after - before) / 1024);
+    CHECK(g == b, "realloc should grow the block into its own cut tail, where it is: got %p, "
+          "it was %p", (void *)g, (void *)b);
+    CHECK(after - before <= (long)(256 * KiB),
+          "the tail's pages are resident already: writing the grown 3 MiB should fault none "
+          "in; RSS grew by %+ld KiB", (after - before) / 1024);
+    size_t bad = first_not(g, 3 * MiB, 2);
+    CHECK(bad == 3 * MiB, "realloc should keep the 3 MiB written: byte %zu changed", bad);
+    /* g's mapping was 8 MiB: 2 MiB are still a spare. A new 4 MiB block is
+     * a fresh mapping that takes them: two kernel mappings at least. */
+    unsigned char *c = malloc(4 * MiB);
+    REQUIRE(c != NULL, "malloc(4 MiB) failed");
+    touch(c, 4 * MiB, 4);
+    for (int round = 0; round < 3; round++) { /* grow it, moving it each time */
+        size_t from = (size_t)(4 << round) * MiB;
+        unsigned char *d = realloc(c, 2 * from);
+        REQUIRE(d != NULL, "realloc %zu -> %zu MiB failed", from / MiB, 2 * from / MiB);
+        bad = first_not(d, 4 * MiB, 4);
+        CHECK(bad == 4 * MiB, "realloc %zu -> %zu MiB of a block built with spare pages should "
+              "keep its bytes: byte %zu changed", from / MiB, 2 * from / MiB, bad);
+        touch(d + 4 * MiB, 2 * from - 4 * MiB, 4);
+        c = d;
+    }
+    CHECK(first_not(g, 3 * MiB, 2) == 3 * MiB && first_not(g + 3 * MiB, 3 * MiB, 3) == 3 * MiB,
+          "the 6 MiB block should be left as it was by the moves beside it");
+    free(c);
+    free(g);
+}
+
+static void huge_spares_serve_realloc_and_keep_contents(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_huge_spares_serve_realloc_and_keep_contents", env, 30);
+}
+
+/* The spares' bound (internal.h, item 6): tails cut off cached mappings are
+ * held together with the cached mappings within HUGE_CACHE_MAX_BYTES, and go
+ * back one purge delay after the cut, with no call from the program. The
+ * unmap delay is an hour here, so only the purge delay can explain it. */
+static void child_huge_spares_stay_within_the_cache_bound(void)
+{
+    enum { N = 5, M = 12 };
+    long base = rss_settled();
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    /* One cut: its 9 MiB tail is unmapped one purge delay later. */
+    unsigned char *first = malloc(12 * MiB);
+    REQUIRE(first != NULL, "malloc(12 MiB) failed");
+    touch(first, 12 * MiB, 7);
+    free(first);
+    unsigned char *kept = malloc(3 * MiB);
+    REQUIRE(kept == first, "malloc(3 MiB) should cut the cached 12 MiB mapping");
+    touch(kept, 3 * MiB, 7);
+    ebb_stats_get(&st);
+    long held = rss_now();
+    CHECK(st.huge_cached == 0 && st.huge_cached_bytes >= 8 * MiB,
+          "the 9 MiB cut off should wait as a spare: huge cache %llu mappings, %.1f MiB",
+          (unsigned long long)st.huge_cached, mib((long)st.huge_cached_bytes));
+    expect_rss_back(base + 3 * (long)MiB, 1 * MiB, held, "a 9 MiB spare");
+    ebb_stats_get(&st);
+    CHECK(st.huge_cached_bytes == 0,
+          "one purge delay on, the spare should be unmapped: huge cache %.1f MiB",
+          mib((long)st.huge_cached_bytes));
+    base += 3 * (long)MiB; /* kept stays live */
+    unsigned char *big[N], *small[N], *more[M];
+    for (int i = 0; i < M; i++) { /* live for now */
+        REQUIRE((more[i] = malloc(10 * MiB)) != NULL, "malloc(10 MiB) failed");
+        touch(more[i], 10 * MiB, 5);
+    }
+    for (int i = 0; i < N; i++) {
+        REQUIRE((big[i] = malloc(12 * MiB)) != NULL, "malloc(12 MiB) failed");
+        touch(big[i], 12 * MiB, i + 1);
+    }
+    for (int i = 0; i < N; i++)
+        free(big[i]); /* 60 MiB cached */
+    for (int i = 0; i < N; i++) { /* each cuts a 12 MiB mapping: 45 MiB of spares */
+        REQUIRE((small[i] = malloc(3 * MiB)) != NULL, "malloc(3 MiB) failed");
+        touch(small[i], 3 * MiB, 9);
+    }
+    ebb_stats_get(&st);
+    printf("    info: %d cuts: huge cache %.1f MiB (%llu mappings), RSS +%.1f MiB\n", N,
+           mib((long)st.huge_cached_bytes), (unsigned long long)st.huge_cached,
+           mib(rss_now() - base));
+    CHECK(st.huge_cached == 0 && st.huge_cached_bytes >= 40 * MiB,
+          "the 9 MiB tails cut off 5 cached mappings should wait as spares: huge cache %llu "
+          "mappings, %.1f MiB", (unsigned long long)st.huge_cached,
+          mib((long)st.huge_cached_bytes));
+    /* 120 MiB of mappings freed: the spares make room, oldest first. */
+    for (int i = 0; i < M; i++)
+        free(more[i]);
+    long live = N * (long)(3 * MiB);
+    held = rss_now();
+    ebb_stats_get(&st);
+    printf("    info: then %d x 10 MiB freed: huge cache %.1f MiB in %llu mappings, RSS +%.1f MiB "
+           "(live +%.1f)\n", M, mib((long)st.huge_cached_bytes), (unsigned long long)st.huge_cached,
+           mib(held - base), mib(live));
+    CHECK(st.huge_cached_bytes <= 64 * MiB,
+          "cached mappings and spares together should stay within 64 MiB: %.1f MiB",
+          mib((long)st.huge_cached_bytes));
+    CHECK(held - base <= live + (long)(64 * MiB + 4 * MiB),
+          "RSS should hold the live %.1f MiB and at most 64 MiB (+4 MiB margin) of huge cache "
+          "and spares: it was +%.1f MiB", mib(live), mib(held - base));
+    expect_rss_back(base + live, 4 * MiB, held, "5 cuts, then 12 x 10 MiB freed");
+    /* The cached mappings stay mapped (purged) for the hour; the spares are
+     * gone: what the cache counts is its mappings alone. */
+    ebb_stats_get(&st);
+    unsigned long long mapping = 10 * MiB + (unsigned long long)sysconf(_SC_PAGESIZE);
+    CHECK(st.huge_cached_bytes == st.huge_cached * mapping,
+          "one purge delay on, the spares should be unmapped: huge cache %.2f MiB for %llu "
+          "mappings of %.2f MiB", mib((long)st.huge_cached_bytes),
+          (unsigned long long)st.huge_cached, mib((long)mapping));
+    for (int i = 0; i < N; i++)
+        free(small[i]);
+    free(kept);
+}
+
+static void huge_spares_stay_within_the_cache_bound(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=100", "EBB_UNMAP_DELAY=3600000", NULL};
+    expect_child_passes("child_huge_spares_stay_within_the_cache_bound", env, 60);
 }
 
 /* Transparent huge pages are not "never" on this machine, nor disabled for
@@ -2607,6 +2786,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_purge_delay_never_keeps_memory_until_malloc_trim),
     CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
     CHILD_CASE(child_a_huge_block_holds_at_most_1_5x_its_size),
+    CHILD_CASE(child_huge_spares_serve_realloc_and_keep_contents),
+    CHILD_CASE(child_huge_spares_stay_within_the_cache_bound),
     CHILD_CASE(child_huge_pages_option_backs_huge_blocks),
     CHILD_CASE(child_huge_pages_mark_leaves_a_purged_cached_mapping),
     CHILD_CASE(child_huge_blocks_get_no_huge_pages_by_default),
@@ -2673,6 +2854,8 @@ int main(int argc, char **argv)
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
     RUN_CASE(a_huge_block_holds_at_most_1_5x_its_size);
+    RUN_CASE(huge_spares_serve_realloc_and_keep_contents);
+    RUN_CASE(huge_spares_stay_within_the_cache_bound);
     RUN_CASE(huge_pages_option_backs_huge_blocks);
     RUN_CASE(huge_pages_mark_leaves_a_purged_cached_mapping);
     RUN_CASE(huge_blocks_get_no_huge_pages_by_default);
