@@ -816,7 +816,9 @@ void huge_counts(huge_counts_t *out);
 /* Visit the live huge blocks (under the huge lock: they cannot be freed or
  * moved meanwhile). */
 void huge_for_each_live(void (*fn)(segment_t *seg, void *arg), void *arg);
-void huge_for_each_cached(void (*fn)(segment_t *seg, void *arg), void *arg);
+/* Visit the address ranges of the huge cache, its mappings and its spare
+ * pages (under the huge lock). */
+void huge_for_each_cached(void (*fn)(void *start, size_t len, void *arg), void *arg);
 /* Visit every heap in use, under its lock; with `pause`, quiesced (heap.c)
  * unless it is the caller's own: `paused` tells whether that succeeded. The
  * caller holds the purge exclusion (purge_exclusive_begin). */

@@ -10,14 +10,16 @@
  *   - alignment >= SEGMENT_SIZE: the block must itself start on a segment
  *     boundary, so the header sits exactly one segment below it (ptr_segment
  *     masks p - 1 for this reason).
- * realloc grows a mapping in place with mremap when the address space after it
- * is free, else moves it with mremap onto a new reservation aligned the same
- * way — the kernel moves page tables, no byte is copied.
+ * Growing a mapping (realloc, or a cached one taken for a bigger block):
+ * in place when the address space after it is free (mremap, else fresh pages
+ * mapped right after it), else moved with mremap to the start of a new
+ * mapping aligned the same way: the kernel moves page tables, no byte is
+ * copied.
  *
  * The huge cache. A loop of malloc/free of a few MiB must not become an
  * mmap/munmap storm, so a freed mapping waits in a small cache (at most
  * HUGE_CACHE_MAX mappings and HUGE_CACHE_MAX_BYTES) and the next huge request
- * takes the closest one, resized with mremap. The purge pass purges a cached
+ * takes the closest one, cut or grown to size. The purge pass purges a cached
  * mapping one purge delay after its free and unmaps it after the unmap delay;
  * a full cache evicts its oldest entry.
  *
@@ -28,24 +30,26 @@
  *   - a cached mapping grown for a bigger block, or a live one grown by
  *     realloc, first takes back the spare that starts where it ends (its own
  *     cut tail: no syscall);
- *   - what it still lacks, and a new mapping, it takes from the newest spares,
- *     moved with mremap onto its fresh, never touched pages: the page tables
- *     move, nothing faults and no byte is copied.
+ *   - what it still lacks, and a new mapping, it takes from the newest
+ *     spares, moved with mremap onto its fresh, never touched pages: the page
+ *     tables move, nothing faults and no byte is copied.
  * This is what a page heap gets by merging neighbouring free spans, without
- * needing the neighbours: seed "big" faults about half as many pages in
- * (docs/memory-return.md). Spares count in the huge cache's byte bound
- * (evicted before cached mappings, oldest first) and, having no header to
- * keep, are unmapped one purge delay after the cut. A mapping that received
- * moved pages is several kernel mappings (VMAs): mremap cannot grow it in
- * place then, so its realloc copies. Not used with EBB_PURGE_DELAY=0 (a cut
- * tail goes back at once) nor with EBB_HUGE_PAGES (a mapping stays one VMA,
- * marked as a whole).
+ * needing the neighbours: seed "big" takes a third fewer page faults, and
+ * bench_large a fifth of them (docs/memory-return.md). Spares count in the
+ * huge cache's byte bound (evicted before cached mappings, oldest first)
+ * and, having no header to keep, are unmapped one purge delay after the cut.
+ * A mapping that received spare pages is several kernel mappings (VMAs),
+ * which mremap can neither grow nor, before Linux 6.17, move: it grows in
+ * place by mapping fresh pages after it, else is moved as it is (6.17 on),
+ * else realloc copies it and the cache gives up on it. Not used with
+ * EBB_PURGE_DELAY=0 (a cut tail goes back at once) nor with EBB_HUGE_PAGES (a
+ * mapping stays one VMA, marked as a whole).
  *
  * Transparent huge pages (EBB_HUGE_PAGES=1, off by default): each new mapping
  * is marked MADV_HUGEPAGE (and unmarked while it waits purged in the cache),
- * so that a block the program writes faults in 2 MiB at a time: about half the page faults on seed "big", a fifth on
- * bench_large (2.6x faster); "big"'s time varies either way, because its
- * cuts split huge pages. A block written sparsely is resident 2 MiB at a
+ * so that a block the program writes faults in 2 MiB at a time: about half
+ * the page faults on seed "big", a fifth on bench_large (2.6x faster);
+ * "big"'s time varies either way, because its cuts split huge pages. A block written sparsely is resident 2 MiB at a
  * time, which is why it is not the default (docs/memory-return.md).
  */
 #include <string.h>
@@ -453,11 +457,13 @@ void huge_free(segment_t *seg)
     purge_wake();
 }
 
-void huge_for_each_cached(void (*fn)(segment_t *seg, void *arg), void *arg)
+void huge_for_each_cached(void (*fn)(void *start, size_t len, void *arg), void *arg)
 {
     lock_acquire(&huge_lock);
     for (size_t i = 0; i < huge_count; i++)
-        fn(huge_cache[i], arg);
+        fn(huge_cache[i], huge_cache[i]->map_size, arg);
+    for (size_t i = 0; i < huge_spare_count; i++)
+        fn(huge_spares[i].addr, huge_spares[i].len, arg);
     lock_release(&huge_lock);
 }
 

@@ -15,8 +15,9 @@
  *      and bss of every loaded object, thread stacks and their TLS, the
  *      [heap] — and every loaded object's RELRO region (written at load
  *      time, then made read-only: a static executable's C library keeps
- *      blocks it allocated at start there) — except ebb's own segments and huge mappings (their live
- *      blocks are reached only by marking) and this report's own arrays
+ *      blocks it allocated at start there) — except ebb's own segments, huge
+ *      mappings and spare pages (their live blocks are reached only by
+ *      marking) and this report's own arrays
  *      (they hold every block's address); for the calling thread's stack
  *      only the part above its stack pointer, with its registers spilled
  *      there first. Any aligned word that points into a span (its start or
@@ -49,9 +50,10 @@ static struct {
     size_t count, cap;
     size_t *work;
     size_t work_len;
-    /* Not roots: cached huge mappings, and this report's own arrays (which
-     * hold every block's address). */
-    uintptr_t skip[HUGE_CACHE_MAX + 1][2];
+    /* Not roots: cached huge mappings and spare pages (what freed blocks
+     * left there), and this report's own arrays (which hold every block's
+     * address). */
+    uintptr_t skip[HUGE_CACHE_MAX + HUGE_SPARE_MAX + 1][2];
     size_t skip_count;
 } lk;
 
@@ -95,12 +97,12 @@ static void spans_of_huge(segment_t *seg, void *arg)
     span_add((debug_header_t *)((uint8_t *)seg + seg->block_offset));
 }
 
-static void cached_huge(segment_t *seg, void *arg)
+static void cached_huge(void *start, size_t len, void *arg)
 {
     (void)arg;
-    if (lk.skip_count < HUGE_CACHE_MAX + 1) {
-        lk.skip[lk.skip_count][0] = (uintptr_t)seg;
-        lk.skip[lk.skip_count][1] = (uintptr_t)seg + seg->map_size;
+    if (lk.skip_count < HUGE_CACHE_MAX + HUGE_SPARE_MAX + 1) {
+        lk.skip[lk.skip_count][0] = (uintptr_t)start;
+        lk.skip[lk.skip_count][1] = (uintptr_t)start + len;
         lk.skip_count++;
     }
 }
@@ -198,7 +200,8 @@ static void scan_range(uintptr_t start, uintptr_t end)
 }
 
 /* A root range, minus ebb's own memory: segments (one 4 MiB unit each, in the
- * segment map), cached huge mappings, and live blocks (reached by marking). */
+ * segment map), the huge cache and its spare pages, and live blocks (reached
+ * by marking). */
 static void scan_root(uintptr_t start, uintptr_t end)
 {
     while (start < end) {

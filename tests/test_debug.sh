@@ -169,6 +169,19 @@ rc=$?
 if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
     echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
 
+# A pointer left in spare pages, the tail cut off a cached huge mapping
+# (tests/debug/leak_in_spare.c), is not a root: its block is lost.
+name=leak_pointer_in_spare_pages_is_not_a_root
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=0 "$D/leak_in_spare" >/dev/null 2>"$TMP/spare"
+grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 100 bytes lost in 1 block$' "$TMP/spare" ||
+    { fail "expected the 100-byte block pointed to only from spare pages to be lost"; show "$TMP/spare"; }
+awk '/100 bytes in 1 block lost, allocated at:/ { t = 1; next } /^==ebb==/ { t = 0 } t' "$TMP/spare" |
+    head -n 1 | grep -q " in allocate_lost_in_spare+" || fail "the lost block should name allocate_lost_in_spare"
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
 # Two call paths into one allocating function at the same stack depth: the
 # capture cache (src/trace.c) must not give one path's trace to the other.
 name=traces_tell_call_paths_apart
