@@ -162,7 +162,7 @@ struct ebb_stats {
     uint64_t huge_blocks;       /* exact */
     uint64_t huge_bytes;        /* their mappings (exact) */
     uint64_t huge_cached;       /* freed mappings kept for reuse (exact) */
-    uint64_t huge_cached_bytes; /* exact */
+    uint64_t huge_cached_bytes; /* them and the spare pages cut off them (exact) */
     /* Segments (4 MiB) and thread heaps. */
     uint64_t segments;           /* mapped, cached and abandoned ones too (exact) */
     uint64_t segments_cached;    /* entirely free, kept for reuse (exact) */

@@ -336,6 +336,11 @@ typedef struct segment_s {
     uint64_t huge_freed_at_ms;
     bool huge_purged; /* purged since it was freed */
     bool huge_zero;   /* and reads as zero (MADV_DONTNEED) */
+    /* Huge mappings: it may be several kernel mappings (VMAs), having
+     * received spare pages or grown by fresh pages mapped after it; and which
+     * mapping it is, new at every move (large.c, spare pages). */
+    bool huge_pieced;
+    uint64_t huge_id;
     /* Owner-only: the owning heap and the links in its segment list; under
      * abandoned_lock while abandoned, under cache_lock while on the segment
      * cache's overflow list (segment.c). */
@@ -519,12 +524,13 @@ bool os_remap_inplace(void *p, size_t old_size, size_t new_size);
 /* Map fresh pages at [end, end + size) if nothing is mapped there (typically
  * right after one of ebb's mappings, to grow it); false if anything is. */
 bool os_extend(void *end, size_t size);
-/* Move the pages of [src, src + old_size) to dst, which must lie in one of
- * ebb's own mappings (whatever was there is unmapped), growing them to
- * new_size there. No byte is copied; src is left unmapped. Growing needs src
- * to be one kernel mapping (VMA); so does moving at all before Linux 6.17.
- * False on failure (both ranges as they were). */
-bool os_move(void *src, size_t old_size, size_t new_size, void *dst);
+/* Move the pages of [src, src + size) to dst, which must lie in one of ebb's
+ * own mappings (whatever was there is unmapped), growing them to new_size
+ * there. No byte is copied; src is left unmapped. src must be one kernel
+ * mapping (VMA): Linux before 6.17 unmaps dst and then fails on several, and
+ * 6.17 on may leave such a move half done. False on failure: src as it was,
+ * dst as it was or mapped again fresh. */
+bool os_move(void *src, size_t size, size_t new_size, void *dst);
 /* Give the pages back. With MADV_DONTNEED (the default) their RSS goes at
  * once and they read back as zero (returns true); with MADV_FREE the kernel
  * takes them when it needs memory and their contents are undefined until

@@ -38,10 +38,13 @@
  * bench_large a fifth of them (docs/memory-return.md). Spares count in the
  * huge cache's byte bound (evicted before cached mappings, oldest first)
  * and, having no header to keep, are unmapped one purge delay after the cut.
- * A mapping that received spare pages is several kernel mappings (VMAs),
- * which mremap can neither grow nor, before Linux 6.17, move: it grows in
- * place by mapping fresh pages after it, else is moved as it is (6.17 on),
- * else realloc copies it and the cache gives up on it. Not used with
+ * A mapping that received spare pages may be several kernel mappings (VMAs):
+ * "pieced". mremap must never be given a range that spans VMAs (Linux before
+ * 6.17 unmaps the destination and then fails; 6.17 on may leave such a move
+ * half done), so a pieced mapping is never moved: it grows by fresh pages
+ * mapped right after it, else realloc copies it and the cache gives up on
+ * it; and its cut tail is unmapped, not kept. A mapping that is not pieced
+ * is one VMA, so its tail, a spare, is within one. Not used with
  * EBB_PURGE_DELAY=0 (a cut tail goes back at once) nor with EBB_HUGE_PAGES (a
  * mapping stays one VMA, marked as a whole).
  *
@@ -155,6 +158,7 @@ typedef struct {
     uint8_t *addr;
     size_t len;
     uint64_t cut_at_ms;
+    uint64_t origin_id; /* huge_id of the mapping it was cut from */
 } huge_spare_t;
 
 static huge_spare_t huge_spares[HUGE_SPARE_MAX] ebb_cold_bss; /* oldest first */
@@ -191,15 +195,23 @@ static void spare_remove_locked(size_t i)
     memmove(&huge_spares[i], &huge_spares[i + 1], (huge_spare_count - i) * sizeof huge_spares[0]);
 }
 
+/* A new id for a mapping that was just mapped or moved. */
+static uint64_t huge_new_id(void)
+{
+    static _Atomic uint64_t last;
+    return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
+}
+
 static bool spares_enabled(void)
 {
     return option_get(OPT_PURGE_DELAY) != 0 && !option_get(OPT_HUGE_PAGES);
 }
 
-/* Keep [addr, addr + len), the cut tail of a mapping, as a spare; the oldest
- * spares make room for it. Unmapped instead if cached mappings alone leave no
- * room under the byte bound. */
-static void spare_keep(uint8_t *addr, size_t len)
+/* Keep [addr, addr + len), the tail cut off seg (one kernel mapping, so the
+ * spare is within one too), as a spare; the oldest spares make room for it.
+ * Unmapped instead if cached mappings alone leave no room under the byte
+ * bound. */
+static void spare_keep(segment_t *seg, uint8_t *addr, size_t len)
 {
     huge_drops_t drops = {0};
     lock_acquire(&huge_lock);
@@ -209,7 +221,8 @@ static void spare_keep(uint8_t *addr, size_t len)
         spare_remove_locked(0);
     }
     if (huge_bytes + len <= HUGE_CACHE_MAX_BYTES) {
-        huge_spares[huge_spare_count++] = (huge_spare_t){addr, len, os_now_ms()};
+        huge_spares[huge_spare_count++] =
+            (huge_spare_t){addr, len, os_now_ms(), seg->huge_id};
         huge_spare_bytes += len;
     } else {
         drops_add(&drops, addr, len);
@@ -219,17 +232,21 @@ static void spare_keep(uint8_t *addr, size_t len)
     purge_wake();
 }
 
-/* Take up to `want` bytes from the front of the spare that starts at `end`
- * (the cut tail of the mapping that ends there), if it has at least `least`;
- * how many were taken. Its pages are already mapped right there. */
-static size_t spare_take_adjacent(uint8_t *end, size_t want, size_t least)
+/* Take up to `want` bytes from the front of the spare that starts where
+ * seg ends, if it has at least `least`; how many were taken. Its pages are
+ * already mapped right there. Unless it is seg's own cut tail, seg is now
+ * pieced. */
+static size_t spare_take_adjacent(segment_t *seg, size_t want, size_t least)
 {
+    uint8_t *end = (uint8_t *)seg + seg->map_size;
     size_t taken = 0;
     lock_acquire(&huge_lock);
     for (size_t i = 0; i < huge_spare_count; i++) {
         huge_spare_t *sp = &huge_spares[i];
         if (sp->addr != end || sp->len < least)
             continue;
+        if (sp->origin_id != seg->huge_id)
+            seg->huge_pieced = true;
         taken = sp->len < want ? sp->len : want;
         sp->addr += taken;
         sp->len -= taken;
@@ -242,12 +259,13 @@ static size_t spare_take_adjacent(uint8_t *end, size_t want, size_t least)
     return taken;
 }
 
-/* Replace the fresh, never touched pages of [dst, dst + len) (part of a
- * mapping the caller owns) with pages of the newest spares, from the end of
- * the range down; true if any moved (the range no longer reads as zero). */
-static bool spare_fill(uint8_t *dst, size_t len)
+/* Replace the fresh, never touched pages of [dst, dst + len), part of seg,
+ * with pages of the newest spares, from the end of the range down. True if
+ * any move was made or tried: the range may no longer read as zero, and seg
+ * is pieced. */
+static bool spare_fill(segment_t *seg, uint8_t *dst, size_t len)
 {
-    bool moved = false;
+    bool tried = false;
     while (len >= HUGE_PIECE_MIN) {
         uint8_t *src = NULL;
         size_t k = 0;
@@ -268,36 +286,50 @@ static bool spare_fill(uint8_t *dst, size_t len)
             os_unmap(src, k); /* a scrap left by earlier takes */
             continue;
         }
+        tried = true;
+        seg->huge_pieced = true;
         if (!os_move(src, k, k, dst + len - k)) {
-            os_unmap(src, k); /* e.g. it spans two VMAs on an older kernel */
+            os_unmap(src, k);
             break;
         }
-        moved = true;
         len -= k;
     }
-    return moved;
+    return tried;
+}
+
+/* Unmap every spare (the OS refused memory); true if there was one. */
+static bool spares_release(void)
+{
+    huge_drops_t drops = {0};
+    lock_acquire(&huge_lock);
+    while (huge_spare_count > 0) {
+        drops_add(&drops, huge_spares[0].addr, huge_spares[0].len);
+        spare_remove_locked(0);
+    }
+    lock_release(&huge_lock);
+    bool any = drops.n > 0;
+    drops_unmap(&drops);
+    return any;
 }
 
 /* Grow the mapping at seg from `from` to `to` bytes where it is: false if the
- * address space after it is taken. */
+ * address space after it is taken. mremap grows one kernel mapping; a pieced
+ * one gets fresh pages mapped after it. */
 static bool huge_grow_in_place(segment_t *seg, size_t from, size_t to)
 {
-    if (os_remap_inplace(seg, from, to))
-        return true;
-    if (!os_extend((uint8_t *)seg + from, to - from))
-        return false;
-    if (option_get(OPT_HUGE_PAGES)) /* the new pages take the mark: one mapping again */
-        os_huge_pages(seg, to);
-    return true;
+    if (!seg->huge_pieced)
+        return os_remap_inplace(seg, from, to);
+    return os_extend((uint8_t *)seg + from, to - from);
 }
 
 /* Grow it by moving its pages (no byte is copied) to the start of a new
  * mapping of `to` bytes, aligned the same way: the new address, or NULL (seg
- * is as it was; Linux before 6.17 cannot move a mapping that received spare
- * pages). The caller unlinks seg from any list first: its header moves with
- * it. */
+ * is as it was). Not a pieced mapping, which mremap cannot move safely. The
+ * caller unlinks seg from any list first: its header moves with it. */
 static segment_t *huge_grow_moved(segment_t *seg, size_t from, size_t to)
 {
+    if (seg->huge_pieced)
+        return NULL;
     size_t offset, map_align, align_offset;
     huge_layout(seg->alignment, &offset, &map_align, &align_offset);
     segment_t *target = os_map_aligned(to, map_align, align_offset);
@@ -305,12 +337,11 @@ static segment_t *huge_grow_moved(segment_t *seg, size_t from, size_t to)
         return NULL;
     if (option_get(OPT_HUGE_PAGES))
         os_huge_pages(target, to);
-    /* One kernel mapping grows as it moves, and stays one; several (it
-     * received spare pages) move as they are, onto the new one's start. */
-    if (!os_move(seg, from, to, target) && !os_move(seg, from, from, target)) {
+    if (!os_move(seg, from, to, target)) {
         os_unmap(target, to);
         return NULL;
     }
+    target->huge_id = huge_new_id(); /* spares cut before are not its own */
     return target;
 }
 
@@ -355,8 +386,8 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
         uint8_t *tail = (uint8_t *)seg + total;
         size_t cut = seg->map_size - total;
         seg->map_size = total;
-        if (spares_enabled() && !seg->huge_purged)
-            spare_keep(tail, cut);
+        if (spares_enabled() && !seg->huge_purged && !seg->huge_pieced)
+            spare_keep(seg, tail, cut); /* mremap moves only what lies in one VMA */
         else
             os_unmap(tail, cut);
         return seg;
@@ -364,7 +395,7 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
     /* Too small: grow it, by its own cut tail if that is still there, then
      * by fresh pages, which the newest spares replace. */
     if (spares_enabled()) {
-        size_t back = spare_take_adjacent((uint8_t *)seg + seg->map_size, total - seg->map_size, 1);
+        size_t back = spare_take_adjacent(seg, total - seg->map_size, 1);
         if (back > 0) {
             seg->map_size += back;
             *zero = false;
@@ -381,7 +412,7 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
             seg = moved;
         }
         seg->map_size = total;
-        if (spares_enabled() && spare_fill((uint8_t *)seg + fresh_from, total - fresh_from))
+        if (spares_enabled() && spare_fill(seg, (uint8_t *)seg + fresh_from, total - fresh_from))
             *zero = false;
     }
     return seg;
@@ -407,11 +438,17 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
     *zero = true;
     purge_want_thread();
     seg = os_map_aligned(total, map_align, align_offset);
-    if (seg == NULL && segment_cache_release())
-        seg = os_map_aligned(total, map_align, align_offset);
+    if (seg == NULL) {
+        bool released = segment_cache_release();
+        released |= spares_release();
+        if (released)
+            seg = os_map_aligned(total, map_align, align_offset);
+    }
     if (seg == NULL)
         return NULL;
-    if (spares_enabled() && spare_fill((uint8_t *)seg + offset, total - offset))
+    seg->huge_pieced = false;
+    seg->huge_id = huge_new_id();
+    if (spares_enabled() && spare_fill(seg, (uint8_t *)seg + offset, total - offset))
         *zero = false;
     /* EBB_HUGE_PAGES: the flag is the mapping's, so it stays with it when
      * mremap grows or moves it and while it waits in the cache. */
@@ -506,10 +543,10 @@ bool huge_cache_decay(uint64_t now_ms, bool force)
     uint64_t unmap_delay = (uint64_t)option_get(OPT_UNMAP_DELAY);
     huge_drops_t drops = {0};
     lock_acquire(&huge_lock);
-    /* Spares go after one purge delay (EBB_PURGE_DELAY=-1: the unmap delay). */
-    uint64_t spare_delay = purge_delay >= 0 ? (uint64_t)purge_delay : unmap_delay;
+    /* Spares go after one purge delay. (With EBB_PURGE_DELAY=-1 only forced
+     * passes run: they stay, as cached mappings do, until malloc_trim.) */
     for (size_t i = 0; i < huge_spare_count;) {
-        if (force || now_ms - huge_spares[i].cut_at_ms >= spare_delay) {
+        if (force || (purge_delay >= 0 && now_ms - huge_spares[i].cut_at_ms >= (uint64_t)purge_delay)) {
             drops_add(&drops, huge_spares[i].addr, huge_spares[i].len);
             spare_remove_locked(i);
             continue;
@@ -577,8 +614,7 @@ void *huge_realloc(segment_t *seg, void *p, size_t size)
     }
     /* Growing: into its own cut tail if that is still there, else where it
      * is, else moved; the fresh pages are then replaced by spare pages. */
-    if (spares_enabled() && spare_take_adjacent((uint8_t *)seg + old_total, new_total - old_total,
-                                                new_total - old_total) > 0) {
+    if (spares_enabled() && spare_take_adjacent(seg, new_total - old_total, new_total - old_total) > 0) {
         huge_set_size(seg, new_total);
         return p;
     }
@@ -598,6 +634,6 @@ void *huge_realloc(segment_t *seg, void *p, size_t size)
             return NULL;
     }
     if (spares_enabled())
-        spare_fill((uint8_t *)seg + old_total, new_total - old_total);
+        spare_fill(seg, (uint8_t *)seg + old_total, new_total - old_total);
     return (uint8_t *)seg + offset;
 }

@@ -260,35 +260,52 @@ bool os_remap_inplace(void *p, size_t old_size, size_t new_size)
     return true;
 }
 
+/* mmap exactly at `at` if nothing is mapped anywhere in [at, at + size). */
+static bool map_fixed_noreplace(void *at, size_t size)
+{
+    void *p = mmap(at, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    if (p != at) { /* a kernel before 4.17 took the address as a hint */
+        munmap(p, size);
+        return false;
+    }
+    return true;
+}
+
 bool os_extend(void *end, size_t size)
 {
     if (os_request_fails())
         return false;
     int saved = errno;
-    void *p = mmap(end, size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    bool ok = map_fixed_noreplace(end, size);
     errno = saved;
-    if (p == MAP_FAILED)
-        return false;
-    if (p != end) { /* a kernel before 4.17 took the address as a hint */
-        munmap(p, size);
-        return false;
-    }
-    atomic_fetch_add_explicit(&mapped_bytes, size, memory_order_relaxed);
-    return true;
+    if (ok)
+        atomic_fetch_add_explicit(&mapped_bytes, size, memory_order_relaxed);
+    return ok;
 }
 
-bool os_move(void *src, size_t old_size, size_t new_size, void *dst)
+bool os_move(void *src, size_t size, size_t new_size, void *dst)
 {
     if (os_request_fails())
         return false;
     int saved = errno;
-    void *q = mremap(src, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
-    errno = saved;
-    if (q == MAP_FAILED)
+    void *q = mremap(src, size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+    if (q == MAP_FAILED) {
+        /* Linux unmaps dst before it checks much else (a VMA limit, page
+         * tables): if dst is no longer wholly mapped, map it again, fresh,
+         * so that the caller's range has no hole. (Another thread that
+         * mapped into the hole in between would keep its mapping and leave
+         * the hole: nothing can be done about that.) */
+        if (madvise(dst, new_size, MADV_NORMAL) != 0)
+            map_fixed_noreplace(dst, new_size);
+        errno = saved;
         return false;
+    }
+    errno = saved;
     /* dst was counted when it was mapped; src's range is gone. */
-    atomic_fetch_sub_explicit(&mapped_bytes, old_size, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&mapped_bytes, size, memory_order_relaxed);
     return true;
 }
 

@@ -35,7 +35,7 @@ PURGE_SAN_CFLAGS := -std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -D_GNU
 PURGE_SAN_HAVE := $(shell command -v $(PURGE_SAN_CC) >/dev/null 2>&1 && echo yes)
 
 PURGE_PROGS := $(PURGE_TEST_DIR)/test_purge $(PURGE_TEST_DIR)/test_purge_hooks \
-               $(PURGE_TEST_DIR)/test_purge_tsan
+               $(PURGE_TEST_DIR)/test_purge_tsan $(PURGE_TEST_DIR)/libold_mremap.so
 
 # Run a build command; on failure keep its output in $@.fail instead of failing.
 define purge_soft_build
@@ -54,6 +54,10 @@ purge-test: purge-build
 
 $(PURGE_TEST_DIR)/test_purge: tests/test_purge.c $(PURGE_HDRS) $(BUILD)/libebb.so
 	$(call purge_soft_build,$(CC) $(PURGE_CFLAGS) $< -o $@ $(PURGE_LINK_EBB) -lpthread)
+
+# mremap as an older kernel runs it, preloaded by one test_purge case.
+$(PURGE_TEST_DIR)/libold_mremap.so: tests/old_mremap.c
+	$(call purge_soft_build,$(CC) $(PURGE_CFLAGS) -fPIC -shared $< -o $@)
 
 # Static: the internal hooks are hidden symbols, reachable only from the archive.
 $(PURGE_TEST_DIR)/test_purge_hooks: tests/test_purge.c $(PURGE_HDRS) $(BUILD)/libebb.a

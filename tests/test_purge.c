@@ -1445,8 +1445,8 @@ static bool vma_state(const void *p, vma_state_t *v)
 
 /* Spares (large.c): realloc grows a huge block into its own cut tail where
  * it is, without a fault; a block built of a fresh mapping and spare pages
- * (several kernel mappings) can still grow and move, keeping its bytes. No
- * background purge (EBB_PURGE_DELAY=-1). */
+ * (pieced: never moved by mremap) still grows, in place or by a copy,
+ * keeping its bytes. No background purge (EBB_PURGE_DELAY=-1). */
 static void child_huge_spares_serve_realloc_and_keep_contents(void)
 {
     unsigned char *a = malloc(8 * MiB);
@@ -1476,7 +1476,7 @@ static void child_huge_spares_serve_realloc_and_keep_contents(void)
     unsigned char *c = malloc(4 * MiB);
     REQUIRE(c != NULL, "malloc(4 MiB) failed");
     touch(c, 4 * MiB, 4);
-    for (int round = 0; round < 3; round++) { /* grow it, moving it each time */
+    for (int round = 0; round < 3; round++) { /* grow it: in place or copied */
         size_t from = (size_t)(4 << round) * MiB;
         unsigned char *d = realloc(c, 2 * from);
         REQUIRE(d != NULL, "realloc %zu -> %zu MiB failed", from / MiB, 2 * from / MiB);
@@ -1496,6 +1496,88 @@ static void huge_spares_serve_realloc_and_keep_contents(void)
 {
     static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
     expect_child_passes("child_huge_spares_serve_realloc_and_keep_contents", env, 30);
+}
+
+/* Whether mremap runs as tests/old_mremap.c makes it: a move of a range that
+ * spans two kernel mappings unmaps the destination and fails. */
+static bool mremap_is_old_kernels(void)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *a = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *dst = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (a == MAP_FAILED || dst == MAP_FAILED)
+        return false;
+    memset(a, 1, 4 * page);
+    mprotect(a + 2 * page, 2 * page, PROT_READ); /* now two kernel mappings */
+    bool old = mremap(a, 4 * page, 4 * page, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == MAP_FAILED &&
+               madvise(dst, 4 * page, MADV_NORMAL) != 0; /* dst was unmapped */
+    munmap(a, 4 * page);
+    munmap(dst, 4 * page);
+    return old;
+}
+
+/* Blocks built of spare pages are several kernel mappings, and mremap must
+ * never be given such a range: Linux before 6.17 unmaps the destination and
+ * then fails, which left a hole in a live block (a review of 9645de8 found
+ * it). Run under tests/old_mremap.c, which makes this kernel's mremap do
+ * that. Two 5 MiB spares; an 8 MiB block built of them, freed; a 2.5 MiB
+ * block cuts it (its tail spans two mappings); a 5.5 MiB block would then
+ * take pages from that tail; every block is written and read back, and
+ * grown by realloc. */
+static void child_huge_blocks_survive_an_old_kernels_mremap(void)
+{
+    REQUIRE(mremap_is_old_kernels(), "run under tests/old_mremap.c (LD_PRELOAD)");
+    unsigned char *a1 = malloc(8 * MiB), *a2 = malloc(8 * MiB);
+    REQUIRE(a1 && a2, "malloc(8 MiB) failed");
+    touch(a1, 8 * MiB, 1);
+    touch(a2, 8 * MiB, 1);
+    free(a1);
+    free(a2);
+    unsigned char *b1 = malloc(3 * MiB), *b2 = malloc(3 * MiB); /* two 5 MiB spares */
+    REQUIRE(b1 && b2, "malloc(3 MiB) failed");
+    touch(b1, 3 * MiB, 2);
+    touch(b2, 3 * MiB, 3);
+    unsigned char *c = malloc(8 * MiB); /* built of both spares */
+    REQUIRE(c != NULL, "malloc(8 MiB) failed");
+    touch(c, 8 * MiB, 4);
+    free(c);
+    unsigned char *d = malloc(2 * MiB + 512 * KiB); /* cuts c's mapping */
+    REQUIRE(d != NULL, "malloc(2.5 MiB) failed");
+    touch(d, 2 * MiB + 512 * KiB, 5);
+    unsigned char *e = malloc(5 * MiB + 512 * KiB);
+    REQUIRE(e != NULL, "malloc(5.5 MiB) failed");
+    touch(e, 5 * MiB + 512 * KiB, 6); /* a hole here: SIGSEGV */
+    unsigned char *g = realloc(d, 12 * MiB);
+    REQUIRE(g != NULL, "realloc(2.5 -> 12 MiB) failed");
+    touch(g + 2 * MiB + 512 * KiB, 12 * MiB - 2 * MiB - 512 * KiB, 5);
+    unsigned char *h = realloc(e, 20 * MiB);
+    REQUIRE(h != NULL, "realloc(5.5 -> 20 MiB) failed");
+    touch(h + 5 * MiB + 512 * KiB, 20 * MiB - 5 * MiB - 512 * KiB, 6);
+    size_t bad_b1 = first_not(b1, 3 * MiB, 2), bad_b2 = first_not(b2, 3 * MiB, 3);
+    size_t bad_g = first_not(g, 12 * MiB, 5), bad_h = first_not(h, 20 * MiB, 6);
+    CHECK(bad_b1 == 3 * MiB && bad_b2 == 3 * MiB && bad_g == 12 * MiB && bad_h == 20 * MiB,
+          "every block should keep its bytes: first changed byte %zu of 3 MiB, %zu of 3 MiB, "
+          "%zu of 12 MiB, %zu of 20 MiB", bad_b1, bad_b2, bad_g, bad_h);
+    free(b1);
+    free(b2);
+    free(g);
+    free(h);
+}
+
+static void huge_blocks_survive_an_old_kernels_mremap(void)
+{
+    /* The shim sits beside this program (tests/purge.mk). */
+    static char preload[4096 + 32];
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    REQUIRE(n > 0, "readlink /proc/self/exe failed");
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
+    REQUIRE(slash != NULL, "no directory in %s", self);
+    *slash = '\0';
+    snprintf(preload, sizeof preload, "LD_PRELOAD=%s/libold_mremap.so", self);
+    const char *const env[] = {preload, NULL};
+    expect_child_passes("child_huge_blocks_survive_an_old_kernels_mremap", env, 30);
 }
 
 /* The spares' bound (internal.h, item 6): tails cut off cached mappings are
@@ -2792,6 +2874,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_a_huge_block_holds_at_most_1_5x_its_size),
     CHILD_CASE(child_huge_spares_serve_realloc_and_keep_contents),
     CHILD_CASE(child_huge_spares_stay_within_the_cache_bound),
+    CHILD_CASE(child_huge_blocks_survive_an_old_kernels_mremap),
     CHILD_CASE(child_huge_pages_option_backs_huge_blocks),
     CHILD_CASE(child_huge_pages_mark_leaves_a_purged_cached_mapping),
     CHILD_CASE(child_huge_blocks_get_no_huge_pages_by_default),
@@ -2860,6 +2943,7 @@ int main(int argc, char **argv)
     RUN_CASE(a_huge_block_holds_at_most_1_5x_its_size);
     RUN_CASE(huge_spares_serve_realloc_and_keep_contents);
     RUN_CASE(huge_spares_stay_within_the_cache_bound);
+    RUN_CASE(huge_blocks_survive_an_old_kernels_mremap);
     RUN_CASE(huge_pages_option_backs_huge_blocks);
     RUN_CASE(huge_pages_mark_leaves_a_purged_cached_mapping);
     RUN_CASE(huge_blocks_get_no_huge_pages_by_default);
