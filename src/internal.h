@@ -297,6 +297,17 @@ typedef struct page_s {
 enum { SEGMENT_NORMAL = 1, SEGMENT_HUGE = 2 };
 
 /* A segment header, at the start of every segment and every huge mapping. */
+/* Where in a range of pages a kernel mapping (VMA) may begin (large.c):
+ * ascending offsets, each in (0, length). Every stretch between two of them
+ * (or the range's ends) lies in one VMA, which is what mremap needs of what
+ * it moves. Past HUGE_BOUNDS_MAX, `unknown`: the range is never moved. */
+#define HUGE_BOUNDS_MAX 32 /* 16: seed "big" and bench_large fault 25% more */
+typedef struct huge_bounds_s {
+    uint8_t n;
+    bool unknown;
+    size_t at[HUGE_BOUNDS_MAX];
+} huge_bounds_t;
+
 typedef struct segment_s {
     /* The owner thread's id (its thread pointer), or 0 when abandoned and for
      * huge mappings. Written by the owner at reclaim/abandon (release); read by
@@ -336,11 +347,6 @@ typedef struct segment_s {
     uint64_t huge_freed_at_ms;
     bool huge_purged; /* purged since it was freed */
     bool huge_zero;   /* and reads as zero (MADV_DONTNEED) */
-    /* Huge mappings: it may be several kernel mappings (VMAs), having
-     * received spare pages or grown by fresh pages mapped after it; and which
-     * mapping it is, new at every move (large.c, spare pages). */
-    bool huge_pieced;
-    uint64_t huge_id;
     /* Owner-only: the owning heap and the links in its segment list; under
      * abandoned_lock while abandoned, under cache_lock while on the segment
      * cache's overflow list (segment.c). */
@@ -353,8 +359,19 @@ typedef struct segment_s {
     /* Under segments_lock: the list of every normal segment mapped (for the
      * trim pass and later the heap walk). */
     struct segment_s *all_next, *all_prev;
-    /* One descriptor per slice; [0] is unused (the header lives there). */
-    page_t pages[SLICES_PER_SEGMENT];
+    union {
+        /* Normal segments: one descriptor per slice; [0] is unused (the
+         * header lives there). */
+        page_t pages[SLICES_PER_SEGMENT];
+        /* Huge mappings (large.c, spare pages): where in it a kernel
+         * mapping (VMA) may begin, having received spare pages or grown by
+         * fresh pages mapped after it; which mapping it is, new at every
+         * move. */
+        struct {
+            huge_bounds_t huge_bounds;
+            uint64_t huge_id;
+        };
+    };
 } segment_t;
 
 _Static_assert(sizeof(segment_t) <= SLICE_SIZE, "the segment header must fit in slice 0");

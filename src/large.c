@@ -35,24 +35,27 @@
  *     tables move, nothing faults and no byte is copied.
  * This is what a page heap gets by merging neighbouring free spans, without
  * needing the neighbours: seed "big" takes a third fewer page faults, and
- * bench_large a fifth of them (docs/memory-return.md). Spares count in the
+ * bench_large a quarter of them (docs/memory-return.md). Spares count in the
  * huge cache's byte bound (evicted before cached mappings, oldest first)
  * and, having no header to keep, are unmapped one purge delay after the cut.
- * A mapping that received spare pages may be several kernel mappings (VMAs):
- * "pieced". mremap must never be given a range that spans VMAs (Linux before
- * 6.17 unmaps the destination and then fails; 6.17 on may leave such a move
- * half done), so a pieced mapping is never moved: it grows by fresh pages
- * mapped right after it, else realloc copies it and the cache gives up on
- * it; and its cut tail is unmapped, not kept. A mapping that is not pieced
- * is one VMA, so its tail, a spare, is within one. Not used with
+ * A mapping that received spare pages is several kernel mappings (VMAs),
+ * and mremap must never be given a range across VMAs: Linux before 6.17
+ * unmaps the destination and then fails, and 6.17 on may stop half way. So
+ * each mapping and spare notes where in it a VMA may begin (huge_bounds_t):
+ * a piece taken from a spare never crosses one, a mapping of more than one
+ * VMA is never moved (it grows by fresh pages mapped after it, else realloc
+ * copies it, and a cached one gives its pages to the spares), and past
+ * HUGE_BOUNDS_MAX a mapping is "unknown": never moved, its tail unmapped.
+ * tests/old_mremap.c makes this machine's mremap fail as old kernels do, and
+ * test_purge checks ebb never asks it for such a move. Not used with
  * EBB_PURGE_DELAY=0 (a cut tail goes back at once) nor with EBB_HUGE_PAGES (a
  * mapping stays one VMA, marked as a whole).
  *
  * Transparent huge pages (EBB_HUGE_PAGES=1, off by default): each new mapping
  * is marked MADV_HUGEPAGE (and unmarked while it waits purged in the cache),
- * so that a block the program writes faults in 2 MiB at a time: about half
- * the page faults on seed "big", a fifth on bench_large (2.6x faster);
- * "big"'s time varies either way, because its cuts split huge pages. A block written sparsely is resident 2 MiB at a
+ * so that a block the program writes faults in 2 MiB at a time, where the
+ * kernel has huge pages to give. It turns spare pages off, and is slower
+ * than them on seed "big". A block written sparsely is resident 2 MiB at a
  * time, which is why it is not the default (docs/memory-return.md).
  */
 #include <string.h>
@@ -159,6 +162,8 @@ typedef struct {
     size_t len;
     uint64_t cut_at_ms;
     uint64_t origin_id; /* huge_id of the mapping it was cut from */
+    huge_bounds_t bounds; /* where its VMAs begin, from addr */
+    bool head_bound;      /* and one begins at addr (with origin's last ending) */
 } huge_spare_t;
 
 static huge_spare_t huge_spares[HUGE_SPARE_MAX] ebb_cold_bss; /* oldest first */
@@ -207,11 +212,56 @@ static bool spares_enabled(void)
     return option_get(OPT_PURGE_DELAY) != 0 && !option_get(OPT_HUGE_PAGES);
 }
 
-/* Keep [addr, addr + len), the tail cut off seg (one kernel mapping, so the
- * spare is within one too), as a spare; the oldest spares make room for it.
- * Unmapped instead if cached mappings alone leave no room under the byte
- * bound. */
-static void spare_keep(segment_t *seg, uint8_t *addr, size_t len)
+/* One kernel mapping from end to end: mremap may move it whole. */
+static bool bounds_none(const huge_bounds_t *b)
+{
+    return b->n == 0 && !b->unknown;
+}
+
+/* Note that a VMA may begin at `off` of a range of `length` bytes. */
+static void bounds_add(huge_bounds_t *b, size_t off, size_t length)
+{
+    if (b->unknown || off == 0 || off >= length)
+        return;
+    size_t i = 0;
+    while (i < b->n && b->at[i] < off)
+        i++;
+    if (i < b->n && b->at[i] == off)
+        return;
+    if (b->n == HUGE_BOUNDS_MAX) {
+        b->unknown = true;
+        return;
+    }
+    memmove(&b->at[i + 1], &b->at[i], (b->n - i) * sizeof b->at[0]);
+    b->at[i] = off;
+    b->n++;
+}
+
+/* Split a range's bounds at `cut`: b keeps those below, *upper gets those
+ * above (from cut on); whether a VMA may begin exactly at cut. */
+static bool bounds_split(huge_bounds_t *b, size_t cut, huge_bounds_t *upper)
+{
+    *upper = (huge_bounds_t){.unknown = b->unknown};
+    bool at_cut = false;
+    uint8_t below = 0;
+    for (uint8_t i = 0; i < b->n; i++) {
+        if (b->at[i] < cut)
+            below++;
+        else if (b->at[i] == cut)
+            at_cut = true;
+        else
+            upper->at[upper->n++] = b->at[i] - cut;
+    }
+    b->n = below;
+    return at_cut || b->unknown;
+}
+
+/* Keep [addr, addr + len), cut off the mapping `origin_id` (where its VMAs
+ * begin: `bounds`, `head_bound`), as a spare; the oldest spares make room for
+ * it. Unmapped instead if cached mappings alone leave no room under the byte
+ * bound, or if where its VMAs begin is not known. */
+static void spare_keep(uint64_t origin_id, uint8_t *addr, size_t len, const huge_bounds_t *bounds,
+                       bool head_bound)
 {
     huge_drops_t drops = {0};
     lock_acquire(&huge_lock);
@@ -220,9 +270,9 @@ static void spare_keep(segment_t *seg, uint8_t *addr, size_t len)
         drops_add(&drops, huge_spares[0].addr, huge_spares[0].len);
         spare_remove_locked(0);
     }
-    if (huge_bytes + len <= HUGE_CACHE_MAX_BYTES) {
+    if (huge_bytes + len <= HUGE_CACHE_MAX_BYTES && !bounds->unknown) {
         huge_spares[huge_spare_count++] =
-            (huge_spare_t){addr, len, os_now_ms(), seg->huge_id};
+            (huge_spare_t){addr, len, os_now_ms(), origin_id, *bounds, head_bound};
         huge_spare_bytes += len;
     } else {
         drops_add(&drops, addr, len);
@@ -234,8 +284,8 @@ static void spare_keep(segment_t *seg, uint8_t *addr, size_t len)
 
 /* Take up to `want` bytes from the front of the spare that starts where
  * seg ends, if it has at least `least`; how many were taken. Its pages are
- * already mapped right there. Unless it is seg's own cut tail, seg is now
- * pieced. */
+ * already mapped right there; seg's bounds gain the spare's, and one where
+ * they join unless the spare is seg's own cut tail, joined as it was. */
 static size_t spare_take_adjacent(segment_t *seg, size_t want, size_t least)
 {
     uint8_t *end = (uint8_t *)seg + seg->map_size;
@@ -245,9 +295,14 @@ static size_t spare_take_adjacent(segment_t *seg, size_t want, size_t least)
         huge_spare_t *sp = &huge_spares[i];
         if (sp->addr != end || sp->len < least)
             continue;
-        if (sp->origin_id != seg->huge_id)
-            seg->huge_pieced = true;
         taken = sp->len < want ? sp->len : want;
+        size_t m = seg->map_size, length = m + taken;
+        if (sp->origin_id != seg->huge_id || sp->head_bound)
+            bounds_add(&seg->huge_bounds, m, length);
+        huge_bounds_t front = sp->bounds;
+        sp->head_bound = bounds_split(&front, taken, &sp->bounds);
+        for (uint8_t b = 0; b < front.n; b++)
+            bounds_add(&seg->huge_bounds, m + front.at[b], length);
         sp->addr += taken;
         sp->len -= taken;
         huge_spare_bytes -= taken;
@@ -259,23 +314,31 @@ static size_t spare_take_adjacent(segment_t *seg, size_t want, size_t least)
     return taken;
 }
 
-/* Replace the fresh, never touched pages of [dst, dst + len), part of seg,
- * with pages of the newest spares, from the end of the range down. True if
- * any move was made or tried: the range may no longer read as zero, and seg
- * is pieced. */
-static bool spare_fill(segment_t *seg, uint8_t *dst, size_t len)
+/* Replace the fresh, never touched pages of [seg + from, seg + to) with
+ * pages of the newest spares, from the end of the range down, each piece
+ * within one VMA of its spare; seg's bounds gain the pieces' ends (it stops
+ * before they would overflow). True if any move was made or tried: the range
+ * may no longer read as zero. */
+static bool spare_fill(segment_t *seg, size_t from, size_t to)
 {
     bool tried = false;
-    while (len >= HUGE_PIECE_MIN) {
+    size_t length = seg->map_size;
+    while (to - from >= HUGE_PIECE_MIN && seg->huge_bounds.n + 2 <= HUGE_BOUNDS_MAX &&
+           !seg->huge_bounds.unknown) {
         uint8_t *src = NULL;
         size_t k = 0;
         lock_acquire(&huge_lock);
         if (huge_spare_count > 0) {
             huge_spare_t *sp = &huge_spares[huge_spare_count - 1];
-            k = sp->len < len ? sp->len : len;
+            k = sp->len < to - from ? sp->len : to - from;
+            huge_bounds_t *b = &sp->bounds;
+            if (b->n > 0 && k > sp->len - b->at[b->n - 1]) /* not across a bound */
+                k = sp->len - b->at[b->n - 1];
             src = sp->addr + sp->len - k;
             sp->len -= k;
             huge_spare_bytes -= k;
+            if (b->n > 0 && b->at[b->n - 1] == sp->len)
+                b->n--;
             if (sp->len == 0)
                 spare_remove_locked(huge_spare_count - 1);
         }
@@ -287,12 +350,13 @@ static bool spare_fill(segment_t *seg, uint8_t *dst, size_t len)
             continue;
         }
         tried = true;
-        seg->huge_pieced = true;
-        if (!os_move(src, k, k, dst + len - k)) {
+        bounds_add(&seg->huge_bounds, to - k, length);
+        bounds_add(&seg->huge_bounds, to, length);
+        if (!os_move(src, k, k, (uint8_t *)seg + to - k)) {
             os_unmap(src, k);
             break;
         }
-        len -= k;
+        to -= k;
     }
     return tried;
 }
@@ -313,22 +377,27 @@ static bool spares_release(void)
 }
 
 /* Grow the mapping at seg from `from` to `to` bytes where it is: false if the
- * address space after it is taken. mremap grows one kernel mapping; a pieced
- * one gets fresh pages mapped after it. */
+ * address space after it is taken. mremap grows one kernel mapping; one of
+ * several gets fresh pages mapped after it, a VMA of their own. */
 static bool huge_grow_in_place(segment_t *seg, size_t from, size_t to)
 {
-    if (!seg->huge_pieced)
+    if (bounds_none(&seg->huge_bounds))
         return os_remap_inplace(seg, from, to);
-    return os_extend((uint8_t *)seg + from, to - from);
+    if (!os_extend((uint8_t *)seg + from, to - from))
+        return false;
+    bounds_add(&seg->huge_bounds, from, to);
+    return true;
 }
 
 /* Grow it by moving its pages (no byte is copied) to the start of a new
  * mapping of `to` bytes, aligned the same way: the new address, or NULL (seg
- * is as it was). Not a pieced mapping, which mremap cannot move safely. The
- * caller unlinks seg from any list first: its header moves with it. */
+ * is as it was). Only one kernel mapping: mremap must not be given a range
+ * across VMAs (Linux before 6.17 unmaps the destination, then fails; 6.17 on
+ * may stop half way). The caller unlinks seg from any list first: its header
+ * moves with it. */
 static segment_t *huge_grow_moved(segment_t *seg, size_t from, size_t to)
 {
-    if (seg->huge_pieced)
+    if (!bounds_none(&seg->huge_bounds))
         return NULL;
     size_t offset, map_align, align_offset;
     huge_layout(seg->alignment, &offset, &map_align, &align_offset);
@@ -385,9 +454,11 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
         /* Too big: cut. */
         uint8_t *tail = (uint8_t *)seg + total;
         size_t cut = seg->map_size - total;
+        huge_bounds_t tail_bounds;
+        bool head_bound = bounds_split(&seg->huge_bounds, total, &tail_bounds);
         seg->map_size = total;
-        if (spares_enabled() && !seg->huge_purged && !seg->huge_pieced)
-            spare_keep(seg, tail, cut); /* mremap moves only what lies in one VMA */
+        if (spares_enabled() && !seg->huge_purged)
+            spare_keep(seg->huge_id, tail, cut, &tail_bounds, head_bound);
         else
             os_unmap(tail, cut);
         return seg;
@@ -406,13 +477,18 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
         if (!huge_grow_in_place(seg, fresh_from, total)) {
             segment_t *moved = huge_grow_moved(seg, fresh_from, total);
             if (moved == NULL) {
-                os_unmap(seg, seg->map_size);
+                /* Several VMAs, with no room after them: its pages become a
+                 * spare for the new mapping the caller makes. */
+                if (spares_enabled() && !seg->huge_purged)
+                    spare_keep(seg->huge_id, (uint8_t *)seg, seg->map_size, &seg->huge_bounds, false);
+                else
+                    os_unmap(seg, seg->map_size);
                 return NULL;
             }
             seg = moved;
         }
         seg->map_size = total;
-        if (spares_enabled() && spare_fill(seg, (uint8_t *)seg + fresh_from, total - fresh_from))
+        if (spares_enabled() && spare_fill(seg, fresh_from, total))
             *zero = false;
     }
     return seg;
@@ -446,9 +522,10 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
     }
     if (seg == NULL)
         return NULL;
-    seg->huge_pieced = false;
+    seg->huge_bounds = (huge_bounds_t){0};
     seg->huge_id = huge_new_id();
-    if (spares_enabled() && spare_fill(seg, (uint8_t *)seg + offset, total - offset))
+    seg->map_size = total;
+    if (spares_enabled() && spare_fill(seg, offset, total))
         *zero = false;
     /* EBB_HUGE_PAGES: the flag is the mapping's, so it stays with it when
      * mremap grows or moves it and while it waits in the cache. */
@@ -634,6 +711,6 @@ void *huge_realloc(segment_t *seg, void *p, size_t size)
             return NULL;
     }
     if (spares_enabled())
-        spare_fill(seg, (uint8_t *)seg + old_total, new_total - old_total);
+        spare_fill(seg, old_total, new_total);
     return (uint8_t *)seg + offset;
 }

@@ -55,7 +55,7 @@ static struct {
      * address). */
     uintptr_t skip[HUGE_CACHE_MAX + HUGE_SPARE_MAX + 1][2];
     size_t skip_count;
-} lk;
+} lk ebb_cold_bss;
 
 /* ---------------------------------------------------------------------------
  * 1. The live blocks

@@ -66,6 +66,9 @@ static int mappings_in(uintptr_t lo, uintptr_t hi)
     return count;
 }
 
+/* How many moves across VMAs were refused (test_purge reads it by dlsym). */
+__attribute__((visibility("default"))) atomic_long old_mremap_refused;
+
 void *mremap(void *old_address, size_t old_size, size_t new_size, int flags, ...)
 {
     void *new_address = NULL;
@@ -76,6 +79,7 @@ void *mremap(void *old_address, size_t old_size, size_t new_size, int flags, ...
         va_end(ap);
         uintptr_t lo = (uintptr_t)old_address;
         if (mappings_in(lo, lo + old_size) > 1) {
+            atomic_fetch_add(&old_mremap_refused, 1);
             munmap(new_address, new_size);
             errno = EFAULT;
             return MAP_FAILED;

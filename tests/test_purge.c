@@ -43,6 +43,7 @@
  */
 #include "check.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
@@ -50,6 +51,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -1558,6 +1560,12 @@ static void child_huge_blocks_survive_an_old_kernels_mremap(void)
     CHECK(bad_b1 == 3 * MiB && bad_b2 == 3 * MiB && bad_g == 12 * MiB && bad_h == 20 * MiB,
           "every block should keep its bytes: first changed byte %zu of 3 MiB, %zu of 3 MiB, "
           "%zu of 12 MiB, %zu of 20 MiB", bad_b1, bad_b2, bad_g, bad_h);
+    /* The probe above made one such move on purpose; ebb must make none. */
+    atomic_long *refused = dlsym(RTLD_DEFAULT, "old_mremap_refused");
+    REQUIRE(refused != NULL, "tests/old_mremap.c's counter not found");
+    CHECK(atomic_load(refused) == 1,
+          "ebb asked mremap to move a range across kernel mappings %ld times",
+          atomic_load(refused) - 1);
     free(b1);
     free(b2);
     free(g);
