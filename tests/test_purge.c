@@ -1591,7 +1591,9 @@ static void huge_blocks_survive_an_old_kernels_mremap(void)
 /* The spares' bound (internal.h, item 6): tails cut off cached mappings are
  * held together with the cached mappings within HUGE_CACHE_MAX_BYTES, and go
  * back one purge delay after the cut, with no call from the program. The
- * unmap delay is an hour here, so only the purge delay can explain it. */
+ * unmap delay is an hour here, so only the purge delay can explain it; the
+ * purge delay is 500 ms, so that a loaded machine does not purge a freed
+ * mapping before the next line cuts it. */
 static void child_huge_spares_stay_within_the_cache_bound(void)
 {
     enum { N = 5, M = 12 };
@@ -1670,7 +1672,7 @@ static void child_huge_spares_stay_within_the_cache_bound(void)
 
 static void huge_spares_stay_within_the_cache_bound(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=100", "EBB_UNMAP_DELAY=3600000", NULL};
+    static const char *const env[] = {"EBB_PURGE_DELAY=500", "EBB_UNMAP_DELAY=3600000", NULL};
     expect_child_passes("child_huge_spares_stay_within_the_cache_bound", env, 60);
 }
 
