@@ -289,7 +289,14 @@ bench_wait_quiet() {
 
 # --------------------------------------------------------------- machine
 
+# bench_load_now: the 1, 5 and 15 minute load averages.
+bench_load_now() {
+	cut -d' ' -f1-3 /proc/loadavg
+}
+
 # bench_machine: markdown list items describing the machine and toolchain.
+# The load average is BENCH_LOAD_BEFORE, which the caller sets from
+# bench_load_now just before its timed runs (this runs after them).
 bench_machine() {
 	local cpu os mem
 	cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
@@ -298,7 +305,7 @@ bench_machine() {
 	echo "- machine: ${cpu:-$(uname -m)}, $(nproc) CPUs online, $mem RAM; ${os:-unknown OS}," \
 	     "kernel $(uname -r); THP $(sed -n 's/.*\[\(.*\)\].*/\1/p' \
 	     /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
-	echo "- load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- load average before the run: ${BENCH_LOAD_BEFORE:-(not recorded)}"
 	echo "- benchmark programs compiled with: $(${CC:-cc} --version 2>/dev/null | head -n1)"
 }
 

@@ -158,6 +158,7 @@ echo "ebb benchmark suite: $NW workloads x $NA allocators (${A_NAME[*]}) x $REPS
 bench_warm_up bench_measure "$B/bench_core" pair 64 100000
 
 bench_wait_quiet "${WAIT_QUIET:-0}"
+BENCH_LOAD_BEFORE=$(bench_load_now)
 START=$SECONDS
 CELLS=$((REPS * NW)) DONE=0
 for ((rep = 0; rep < REPS; rep++)); do

@@ -86,6 +86,7 @@ echo "ebb memory-return scenarios: $NS scenarios x $NA allocators (${A_NAME[*]})
 
 bench_warm_up run_one rev1k 0 1000
 
+BENCH_LOAD_BEFORE=$(bench_load_now)
 START=$(date +%s)
 for ((rep = 0; rep < REPS; rep++)); do
 	for ((s = 0; s < NS; s++)); do

@@ -686,6 +686,8 @@ void *huge_realloc(segment_t *seg, void *p, size_t size)
     if (new_total < old_total) {
         if (!os_remap_inplace(seg, old_total, new_total))
             return NULL;
+        huge_bounds_t gone;
+        bounds_split(&seg->huge_bounds, new_total, &gone);
         huge_set_size(seg, new_total);
         return p;
     }
