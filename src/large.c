@@ -46,8 +46,13 @@
  * VMA is never moved (it grows by fresh pages mapped after it, else realloc
  * copies it, and a cached one gives its pages to the spares), and past
  * HUGE_BOUNDS_MAX a mapping is "unknown": never moved, its tail unmapped.
- * tests/old_mremap.c makes this machine's mremap fail as old kernels do, and
- * test_purge checks ebb never asks it for such a move. Not used with
+ * A mapping's id changes whenever its end moves other than by a cut or a
+ * take-back, so that only a tail joined as it was cut is taken back without
+ * a bound. tests/old_mremap.c makes this machine's mremap fail as old
+ * kernels do, and test_purge checks ebb never asks it for such a move. (A
+ * program that splits its block's mapping itself, with madvise or mprotect
+ * on part of it, is not known to ebb: a move of that block fails, the
+ * destination is mapped again, and realloc copies.) Not used with
  * EBB_PURGE_DELAY=0 (a cut tail goes back at once) nor with EBB_HUGE_PAGES (a
  * mapping stays one VMA, marked as a whole).
  *
@@ -381,11 +386,17 @@ static bool spares_release(void)
  * several gets fresh pages mapped after it, a VMA of their own. */
 static bool huge_grow_in_place(segment_t *seg, size_t from, size_t to)
 {
-    if (bounds_none(&seg->huge_bounds))
-        return os_remap_inplace(seg, from, to);
-    if (!os_extend((uint8_t *)seg + from, to - from))
-        return false;
-    bounds_add(&seg->huge_bounds, from, to);
+    if (bounds_none(&seg->huge_bounds)) {
+        if (!os_remap_inplace(seg, from, to))
+            return false;
+    } else {
+        if (!os_extend((uint8_t *)seg + from, to - from))
+            return false;
+        bounds_add(&seg->huge_bounds, from, to);
+    }
+    /* Its end moved: a spare cut from it earlier that it now reaches is
+     * not joined to it as it was (a VMA may begin there). */
+    seg->huge_id = huge_new_id();
     return true;
 }
 
@@ -688,6 +699,7 @@ void *huge_realloc(segment_t *seg, void *p, size_t size)
             return NULL;
         huge_bounds_t gone;
         bounds_split(&seg->huge_bounds, new_total, &gone);
+        seg->huge_id = huge_new_id(); /* its end moved, as in huge_grow_in_place */
         huge_set_size(seg, new_total);
         return p;
     }

@@ -1525,7 +1525,9 @@ static bool mremap_is_old_kernels(void)
  * that. Two 5 MiB spares; an 8 MiB block built of them, freed; a 2.5 MiB
  * block cuts it (its tail spans two mappings); a 5.5 MiB block would then
  * take pages from that tail; every block is written and read back, and
- * grown by realloc. */
+ * grown by realloc. Then a second sequence, from a review of dee3852: a
+ * block shrunk by realloc and grown back up to its own cut tail. At the end
+ * ebb must not have asked for a single move across kernel mappings. */
 static void child_huge_blocks_survive_an_old_kernels_mremap(void)
 {
     REQUIRE(mremap_is_old_kernels(), "run under tests/old_mremap.c (LD_PRELOAD)");
@@ -1560,16 +1562,54 @@ static void child_huge_blocks_survive_an_old_kernels_mremap(void)
     CHECK(bad_b1 == 3 * MiB && bad_b2 == 3 * MiB && bad_g == 12 * MiB && bad_h == 20 * MiB,
           "every block should keep its bytes: first changed byte %zu of 3 MiB, %zu of 3 MiB, "
           "%zu of 12 MiB, %zu of 20 MiB", bad_b1, bad_b2, bad_g, bad_h);
+    free(b1);
+    free(b2);
+    free(g);
+    free(h);
+    b1 = b2 = g = h = NULL;
+    malloc_trim(0); /* no spare or cached mapping left from the first part */
+    /* A mapping shrunk by realloc and grown back up to the tail once cut off
+     * it: the tail is no longer joined to it as it was (a review of dee3852
+     * found the missing VMA bound). */
+    unsigned char *p = malloc(12 * MiB);
+    REQUIRE(p != NULL, "malloc(12 MiB) failed");
+    touch(p, 12 * MiB, 1);
+    free(p);
+    unsigned char *q = malloc(4 * MiB); /* cut: an 8 MiB spare */
+    REQUIRE(q != NULL, "malloc(4 MiB) failed");
+    touch(q, 4 * MiB, 2);
+    unsigned char *x = malloc(10 * MiB); /* built with the spare's pages */
+    REQUIRE(x != NULL, "malloc(10 MiB) failed");
+    touch(x, 10 * MiB, 3);
+    free(x);
+    x = malloc(6 * MiB); /* cut inside it: its own tail */
+    REQUIRE(x != NULL, "malloc(6 MiB) failed");
+    static const size_t steps[] = {4 * MiB, 6 * MiB, 7 * MiB}; /* shrink, back up, on */
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        x = realloc(x, steps[i]);
+        REQUIRE(x != NULL, "realloc to %zu MiB failed", steps[i] / MiB);
+    }
+    touch(x, 7 * MiB, 4);
+    free(x);
+    unsigned char *y = malloc(3 * MiB); /* cuts it: a spare across its VMAs */
+    unsigned char *z = malloc(5 * MiB); /* takes pieces of that spare */
+    REQUIRE(y && z, "malloc(3 MiB), malloc(5 MiB) failed");
+    touch(y, 3 * MiB, 5);
+    touch(z, 5 * MiB, 6);
+    size_t bad_q = first_not(q, 4 * MiB, 2), bad_y = first_not(y, 3 * MiB, 5);
+    size_t bad_z = first_not(z, 5 * MiB, 6);
+    CHECK(bad_q == 4 * MiB && bad_y == 3 * MiB && bad_z == 5 * MiB,
+          "after the realloc sequence every block should keep its bytes: first changed byte "
+          "%zu of 4 MiB, %zu of 3 MiB, %zu of 5 MiB", bad_q, bad_y, bad_z);
+    free(q);
+    free(y);
+    free(z);
     /* The probe above made one such move on purpose; ebb must make none. */
     atomic_long *refused = dlsym(RTLD_DEFAULT, "old_mremap_refused");
     REQUIRE(refused != NULL, "tests/old_mremap.c's counter not found");
     CHECK(atomic_load(refused) == 1,
           "ebb asked mremap to move a range across kernel mappings %ld times",
           atomic_load(refused) - 1);
-    free(b1);
-    free(b2);
-    free(g);
-    free(h);
 }
 
 static void huge_blocks_survive_an_old_kernels_mremap(void)
