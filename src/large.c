@@ -205,6 +205,13 @@ static void spare_remove_locked(size_t i)
     memmove(&huge_spares[i], &huge_spares[i + 1], (huge_spare_count - i) * sizeof huge_spares[0]);
 }
 
+/* Remove spare i and note it for unmapping once the lock is released. */
+static void spare_drop_locked(huge_drops_t *d, size_t i)
+{
+    drops_add(d, huge_spares[i].addr, huge_spares[i].len);
+    spare_remove_locked(i);
+}
+
 /* A new id for a mapping that was just mapped or moved. */
 static uint64_t huge_new_id(void)
 {
@@ -261,23 +268,27 @@ static bool bounds_split(huge_bounds_t *b, size_t cut, huge_bounds_t *upper)
     return at_cut || b->unknown;
 }
 
-/* Keep [addr, addr + len), cut off the mapping `origin_id` (where its VMAs
+/* Keep [addr, addr + len), pages of the mapping `from` (where their VMAs
  * begin: `bounds`, `head_bound`), as a spare; the oldest spares make room for
- * it. Unmapped instead if cached mappings alone leave no room under the byte
- * bound, or if where its VMAs begin is not known. */
-static void spare_keep(uint64_t origin_id, uint8_t *addr, size_t len, const huge_bounds_t *bounds,
+ * it. Unmapped instead when spares are off, when from's pages were purged
+ * (nothing resident to reuse), when where their VMAs begin is not known, or
+ * when cached mappings alone leave no room under the byte bound. */
+static void spare_keep(const segment_t *from, uint8_t *addr, size_t len, const huge_bounds_t *bounds,
                        bool head_bound)
 {
+    if (!spares_enabled() || from->huge_purged || bounds->unknown) {
+        os_unmap(addr, len);
+        return;
+    }
     huge_drops_t drops = {0};
     lock_acquire(&huge_lock);
     while (huge_spare_count > 0 &&
            (huge_spare_count == HUGE_SPARE_MAX || huge_bytes + huge_spare_bytes + len > HUGE_CACHE_MAX_BYTES)) {
-        drops_add(&drops, huge_spares[0].addr, huge_spares[0].len);
-        spare_remove_locked(0);
+        spare_drop_locked(&drops, 0);
     }
-    if (huge_bytes + len <= HUGE_CACHE_MAX_BYTES && !bounds->unknown) {
+    if (huge_bytes + len <= HUGE_CACHE_MAX_BYTES) {
         huge_spares[huge_spare_count++] =
-            (huge_spare_t){addr, len, os_now_ms(), origin_id, *bounds, head_bound};
+            (huge_spare_t){addr, len, os_now_ms(), from->huge_id, *bounds, head_bound};
         huge_spare_bytes += len;
     } else {
         drops_add(&drops, addr, len);
@@ -372,8 +383,7 @@ static bool spares_release(void)
     huge_drops_t drops = {0};
     lock_acquire(&huge_lock);
     while (huge_spare_count > 0) {
-        drops_add(&drops, huge_spares[0].addr, huge_spares[0].len);
-        spare_remove_locked(0);
+        spare_drop_locked(&drops, 0);
     }
     lock_release(&huge_lock);
     bool any = drops.n > 0;
@@ -468,10 +478,7 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
         huge_bounds_t tail_bounds;
         bool head_bound = bounds_split(&seg->huge_bounds, total, &tail_bounds);
         seg->map_size = total;
-        if (spares_enabled() && !seg->huge_purged)
-            spare_keep(seg->huge_id, tail, cut, &tail_bounds, head_bound);
-        else
-            os_unmap(tail, cut);
+        spare_keep(seg, tail, cut, &tail_bounds, head_bound);
         return seg;
     }
     /* Too small: grow it, by its own cut tail if that is still there, then
@@ -490,10 +497,7 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
             if (moved == NULL) {
                 /* Several VMAs, with no room after them: its pages become a
                  * spare for the new mapping the caller makes. */
-                if (spares_enabled() && !seg->huge_purged)
-                    spare_keep(seg->huge_id, (uint8_t *)seg, seg->map_size, &seg->huge_bounds, false);
-                else
-                    os_unmap(seg, seg->map_size);
+                spare_keep(seg, (uint8_t *)seg, seg->map_size, &seg->huge_bounds, false);
                 return NULL;
             }
             seg = moved;
@@ -568,8 +572,7 @@ void huge_free(segment_t *seg)
     huge_drops_t drops = {0};
     lock_acquire(&huge_lock);
     while (huge_spare_count > 0 && huge_bytes + huge_spare_bytes + size > HUGE_CACHE_MAX_BYTES) {
-        drops_add(&drops, huge_spares[0].addr, huge_spares[0].len);
-        spare_remove_locked(0);
+        spare_drop_locked(&drops, 0);
     }
     while (huge_count > 0 && (huge_count == HUGE_CACHE_MAX || huge_bytes + size > HUGE_CACHE_MAX_BYTES)) {
         drops_add(&drops, huge_cache[0], huge_cache[0]->map_size);
@@ -635,8 +638,7 @@ bool huge_cache_decay(uint64_t now_ms, bool force)
      * passes run: they stay, as cached mappings do, until malloc_trim.) */
     for (size_t i = 0; i < huge_spare_count;) {
         if (force || (purge_delay >= 0 && now_ms - huge_spares[i].cut_at_ms >= (uint64_t)purge_delay)) {
-            drops_add(&drops, huge_spares[i].addr, huge_spares[i].len);
-            spare_remove_locked(i);
+            spare_drop_locked(&drops, i);
             continue;
         }
         i++;

@@ -196,20 +196,20 @@ static bool os_request_fails(void)
     return true;
 }
 
-static void *os_mmap_raw(size_t size, int prot)
+static void *os_mmap_raw(size_t size)
 {
-    void *p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
 /* Map size bytes with (start + align_offset) % align == 0: try the plain mapping
  * first (Linux places consecutive mappings next to each other, so after the
  * first aligned segment most land aligned), else over-map and trim both ends. */
-static void *os_map_aligned_prot(size_t size, size_t align, size_t align_offset, int prot)
+static void *os_map_aligned_raw(size_t size, size_t align, size_t align_offset)
 {
     if (os_request_fails())
         return NULL;
-    void *p = os_mmap_raw(size, prot);
+    void *p = os_mmap_raw(size);
     if (p == NULL)
         return NULL;
     if ((((uintptr_t)p + align_offset) & (align - 1)) == 0)
@@ -217,7 +217,7 @@ static void *os_map_aligned_prot(size_t size, size_t align, size_t align_offset,
     munmap(p, size);
     if (size + align < size)
         return NULL;
-    uint8_t *raw = os_mmap_raw(size + align, prot);
+    uint8_t *raw = os_mmap_raw(size + align);
     if (raw == NULL)
         return NULL;
     uintptr_t want = ((uintptr_t)raw + align_offset + align - 1) & ~(uintptr_t)(align - 1);
@@ -233,7 +233,7 @@ static void *os_map_aligned_prot(size_t size, size_t align, size_t align_offset,
 
 void *os_map_aligned(size_t size, size_t align, size_t align_offset)
 {
-    void *p = os_map_aligned_prot(size, align, align_offset, PROT_READ | PROT_WRITE);
+    void *p = os_map_aligned_raw(size, align, align_offset);
     if (p)
         atomic_fetch_add_explicit(&mapped_bytes, size, memory_order_relaxed);
     return p;

@@ -16,6 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Overwrite 16 KiB of dead stack below the caller, where stale copies of
+ * pointers a leak test means to lose may linger. */
+__attribute__((noinline, unused)) static void scrub_stack(void)
+{
+    volatile char junk[16384];
+    memset((char *)junk, 0, sizeof junk);
+}
+
 /* The function reports must name as the allocation site. */
 __attribute__((noinline, unused)) static char *allocate_victim(size_t n)
 {

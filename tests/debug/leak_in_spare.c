@@ -19,13 +19,6 @@ __attribute__((noinline)) static void allocate_lost_in_spare(void)
     spare_cutter = malloc((size_t)3 << 20);
 }
 
-/* Stale copies of the lost pointer may linger in dead stack frames. */
-__attribute__((noinline)) static void scrub_stack(void)
-{
-    volatile char junk[16384];
-    memset((char *)junk, 0, sizeof junk);
-}
-
 int main(void)
 {
     allocate_lost_in_spare();

@@ -31,13 +31,6 @@ __attribute__((noinline)) static void allocate_chain(void)
     leaks_chain_head = prev;
 }
 
-/* Stale copies of the lost pointers may linger in dead stack frames. */
-__attribute__((noinline)) static void scrub_stack(void)
-{
-    volatile char junk[16384];
-    memset((char *)junk, 0, sizeof junk);
-}
-
 int main(void)
 {
     allocate_lost();

@@ -23,12 +23,6 @@ __attribute__((noinline)) static void path_b(int i)
     __asm__ volatile("" ::: "memory");
 }
 
-__attribute__((noinline)) static void scrub_stack(void)
-{
-    volatile char junk[16384];
-    memset((char *)junk, 0, sizeof junk);
-}
-
 int main(void)
 {
     for (int i = 0; i < 10; i++) {
