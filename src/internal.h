@@ -251,29 +251,30 @@ enum { PAGE_FREE = 0, PAGE_SMALL = 1, PAGE_LARGE = 2 };
 #define XTHREAD_IN_FULL ((uintptr_t)1)
 
 /* A page descriptor. One per slice, in the segment header; for a run of slices
- * the descriptor of the first slice is the page, and every slice of the run
- * records `slice_offset`, its distance to that first slice, so a pointer into
- * any slice of the run finds the page with one subtraction. */
+ * the descriptor of the first slice is the page (segment_t.slice_offset leads
+ * from any slice of the run to it). */
 typedef struct page_s {
     /* Owner-only. The free list: malloc pops from it, the owner's free pushes
      * on it. */
     block_t *free;
-    /* Owner-only. Blocks handed out and not yet returned to `free` (directly,
-     * or collected from `xthread_free`). 0 means the page is empty. */
-    uint32_t used;
-    /* Owner-only: blocks carved so far (grows as the page is extended). */
-    uint32_t capacity;
-    /* Set at page init, constant while the page is in use: blocks the page
-     * can hold (debug mode's pointer checks read it from any thread). */
-    uint32_t reserved;
     /* Set at page init, constant while the page is in use: block size in bytes
      * (for a large page: the whole run). */
     uint32_t block_size;
+    /* The block counts are 16 bits (a page holds at most PAGE_MAX_SLICES *
+     * SLICE_SIZE / MIN_ALIGN blocks, static assert below): with them, 56-byte
+     * descriptors keep the segment header in one 4 KiB page.
+     * Owner-only. Blocks handed out and not yet returned to `free` (directly,
+     * or collected from `xthread_free`). 0 means the page is empty. */
+    uint16_t used;
+    /* Owner-only: blocks carved so far (grows as the page is extended). */
+    uint16_t capacity;
+    /* Set at page init, constant while the page is in use: blocks the page
+     * can hold (debug mode's pointer checks read it from any thread). */
+    uint16_t reserved;
     /* Set at page init, constant while in use. */
     uint8_t kind;        /* PAGE_FREE, PAGE_SMALL, PAGE_LARGE */
     uint8_t class_idx;   /* size class of a small page */
     uint8_t slice_count; /* slices in the run (first slice of a run only) */
-    uint8_t slice_offset;/* in every slice of a run: index - first index */
     /* Owner-only. The page is in its heap's `full` list. */
     uint8_t in_full;
     /* Owner-only. A large page's block is known to be zero (fresh from the OS). */
@@ -359,6 +360,11 @@ typedef struct segment_s {
     /* Under segments_lock: the list of every normal segment mapped (for the
      * trim pass and later the heap walk). */
     struct segment_s *all_next, *all_prev;
+    /* Normal segments, owner-only writes: per slice, its distance to the first
+     * slice of the run it belongs to (0 for a first or free slice), so a
+     * pointer into any slice of a run finds the page with one load and a
+     * subtraction. Here rather than in page_t: see page_t's block counts. */
+    uint8_t slice_offset[SLICES_PER_SEGMENT];
     union {
         /* Normal segments: one descriptor per slice; [0] is unused (the
          * header lives there). */
@@ -375,6 +381,11 @@ typedef struct segment_s {
 } segment_t;
 
 _Static_assert(sizeof(segment_t) <= SLICE_SIZE, "the segment header must fit in slice 0");
+/* One page of header, not two: every segment, even a purged standby one, keeps
+ * its header resident, and a header across a page boundary holds 4 KiB more. */
+_Static_assert(sizeof(segment_t) <= 4096, "the segment header must fit in one 4 KiB page");
+_Static_assert(PAGE_MAX_SLICES * SLICE_SIZE / MIN_ALIGN <= UINT16_MAX,
+               "page_t's 16-bit block counts must hold a page's blocks");
 
 /* A list of pages (doubly linked through page_t.next/prev). Owner-only. */
 typedef struct page_queue_s {
@@ -469,8 +480,7 @@ static inline segment_t *ptr_segment(const void *p)
 static inline page_t *segment_page_of(segment_t *seg, const void *p)
 {
     size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> SLICE_SHIFT;
-    page_t *slice = &seg->pages[idx];
-    return slice - slice->slice_offset;
+    return &seg->pages[idx - seg->slice_offset[idx]];
 }
 
 static inline uint8_t *page_start(const page_t *page)

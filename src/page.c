@@ -126,15 +126,16 @@ static void page_extend(page_t *page)
     size_t n = PAGE_EXTEND_BYTES / bs;
     if (n == 0)
         n = 1;
-    if (n > page->reserved - page->capacity)
-        n = page->reserved - page->capacity;
+    size_t left = (size_t)page->reserved - page->capacity;
+    if (n > left)
+        n = left;
     uint8_t *first = page_start(page) + (size_t)page->capacity * bs;
     uint8_t *b = first;
     for (size_t i = 1; i < n; i++, b += bs)
         ((block_t *)b)->next = (block_t *)(b + bs);
     ((block_t *)b)->next = page->free;
     page->free = (block_t *)first;
-    page->capacity += (uint32_t)n;
+    page->capacity += (uint16_t)n;
 }
 
 /* Owner: move remote frees onto `free` (clearing XTHREAD_IN_FULL with them). */
@@ -213,7 +214,7 @@ static void page_init_small(heap_t *heap, page_t *page, unsigned cls)
     page->kind = PAGE_SMALL;
     page->class_idx = (uint8_t)cls;
     page->block_size = class_block_size[cls];
-    page->reserved = (uint32_t)(page->slice_count * SLICE_SIZE / page->block_size);
+    page->reserved = (uint16_t)(page->slice_count * SLICE_SIZE / page->block_size);
     page->capacity = 0;
     page->used = 0;
     page->free = NULL;

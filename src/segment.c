@@ -490,7 +490,7 @@ static int segment_claim_slices(segment_t *seg, size_t count, size_t align, bool
 static page_t *segment_run_init(segment_t *seg, size_t idx, size_t count)
 {
     for (size_t i = 0; i < count; i++)
-        seg->pages[idx + i].slice_offset = (uint8_t)i;
+        seg->slice_offset[idx + i] = (uint8_t)i;
     page_t *page = &seg->pages[idx];
     page->slice_count = (uint8_t)count;
     uint64_t mask = run_mask(idx, count);
@@ -527,7 +527,7 @@ void segment_free_run(page_t *page)
     size_t idx = (size_t)(page - seg->pages);
     size_t count = page->slice_count;
     for (size_t i = 1; i < count; i++)
-        seg->pages[idx + i].slice_offset = 0;
+        seg->slice_offset[idx + i] = 0;
     page->free = NULL;
     page->capacity = page->reserved = page->block_size = 0;
     page->used = 0;
@@ -675,7 +675,7 @@ void segment_abandoned_collect(bool force)
         uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
         for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
             page_t *page = &seg->pages[i];
-            if (!((free_mask >> i) & 1) && page->slice_offset == 0 && page->kind == PAGE_SMALL)
+            if (!((free_mask >> i) & 1) && seg->slice_offset[i] == 0 && page->kind == PAGE_SMALL)
                 page_collect_abandoned(page);
         }
         lock_acquire(&abandoned_lock);
@@ -713,7 +713,7 @@ static segment_t *segment_reclaim(heap_t *heap)
     uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
     for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
         page_t *page = &seg->pages[i];
-        if (!((free_mask >> i) & 1) && page->slice_offset == 0 && page->kind == PAGE_SMALL)
+        if (!((free_mask >> i) & 1) && seg->slice_offset[i] == 0 && page->kind == PAGE_SMALL)
             page_adopt(heap, page);
     }
     return seg;
@@ -854,7 +854,7 @@ void segment_for_each_page(segment_t *seg, void (*fn)(page_t *page, void *arg), 
     uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
     for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
         page_t *page = &seg->pages[i];
-        if (!((free_mask >> i) & 1) && page->slice_offset == 0)
+        if (!((free_mask >> i) & 1) && seg->slice_offset[i] == 0)
             fn(page, arg);
     }
 }

@@ -100,7 +100,7 @@ ebb_racy_reader void stats_tally_segment(segment_t *seg, struct ebb_heap_summary
         }
         run = 0;
         const page_t *page = &seg->pages[i];
-        if (READ_ONCE(page->slice_offset) != 0)
+        if (READ_ONCE(seg->slice_offset[i]) != 0)
             continue; /* inside a run: its first slice counts for it */
         size_t slices = READ_ONCE(page->slice_count);
         if (slices == 0 || slices > SLICES_PER_SEGMENT - i)
