@@ -642,6 +642,10 @@ void purge_wake(void);
 void purge_poll(bool may_start);
 /* The process holds real memory: the scavenger will be started (lazily). */
 void purge_want_thread(void);
+/* What a free leaves must be purged by the free itself, now: with
+ * EBB_PURGE_DELAY=0, and while no scavenger exists to purge it later (the
+ * thread is then asked for). */
+bool purge_at_free(void);
 /* Run a pass now; with `force`, return everything regardless of age. */
 void purge_run(bool force);
 /* Lock order for fork (heap.c): pass_lock first, purge_lock after segment.c's. */

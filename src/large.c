@@ -219,9 +219,10 @@ static uint64_t huge_new_id(void)
     return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
 }
 
+/* Spares wait for a pass to unmap them: none while frees purge at once. */
 static bool spares_enabled(void)
 {
-    return option_get(OPT_PURGE_DELAY) != 0 && !option_get(OPT_HUGE_PAGES);
+    return !purge_at_free() && !option_get(OPT_HUGE_PAGES);
 }
 
 /* One kernel mapping from end to end: mremap may move it whole. */
@@ -567,7 +568,7 @@ void huge_free(segment_t *seg)
     seg->huge_freed_at_ms = os_now_ms();
     seg->huge_purged = false;
     seg->huge_zero = false;
-    if (option_get(OPT_PURGE_DELAY) == 0) /* at once, before anyone can take it */
+    if (purge_at_free()) /* at once, before anyone can take it */
         huge_purge_cached(seg);
     huge_drops_t drops = {0};
     lock_acquire(&huge_lock);

@@ -65,8 +65,9 @@
  * Never from inside free(): the C library frees some memory while holding its
  * own locks (glibc frees a joined thread's TLS under the stack-cache lock),
  * and pthread_create takes the same lock — a free that started the thread
- * there would deadlock. Until the thread exists, passes run inline from
- * purge_poll when one is due. It blocks every signal and is detached: it
+ * there would deadlock. Until the thread exists, frees purge what they leave
+ * at once (purge_at_free: the process may go idle before any allocation
+ * starts the thread), and passes run inline from purge_poll when one is due. It blocks every signal and is detached: it
  * never keeps the process alive. In a forked child it does not exist: the
  * child's fork handler starts a new one if the parent had one
  * (purge_fork_child_restart), else the child starts it like any process. With
@@ -115,6 +116,25 @@ unsigned long purge_wakeup_count(void)
 int purge_thread_state(void)
 {
     return atomic_load_explicit(&thread_state, memory_order_relaxed);
+}
+
+/* The scavenger thread starts only on an allocation path (see the top of
+ * this file). A process may free its memory and go idle before one runs
+ * again: without a thread, delayed work would then wait forever. So until
+ * the thread exists, frees purge what they leave at once (as with
+ * EBB_PURGE_DELAY=0). It is a short window: such a free asks for the thread,
+ * and the next allocation slow path starts it. With EBB_BACKGROUND=0, or when
+ * the thread could not be created, passes run inline from allocator calls
+ * instead, as documented for that option. */
+bool purge_at_free(void)
+{
+    long delay = option_get(OPT_PURGE_DELAY);
+    if (delay == 0)
+        return true;
+    if (delay < 0 || atomic_load_explicit(&thread_state, memory_order_relaxed) != THREAD_NONE)
+        return false;
+    purge_want_thread();
+    return true;
 }
 
 bool purge_thread_running(void)

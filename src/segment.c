@@ -235,14 +235,15 @@ static void cache_entries_update(void)
  * cache, on the overflow list until the purge pass unmaps it one purge delay
  * later (so a program freeing hundreds of MiB does not pay for the munmaps in
  * its free calls, and one allocating again soon reuses the segments). With a
- * purge delay of 0 or -1 (purge at once / never) it is unmapped now. */
+ * purge delay of 0 or -1 (purge at once / never), or while no scavenger exists
+ * (purge_at_free), it is unmapped now. */
 static void segment_release(segment_t *seg)
 {
     atomic_store_explicit(&seg->thread_id, 0, memory_order_relaxed);
     seg->heap = NULL;
     seg->next = seg->prev = NULL;
     seg->cached_at_ms = os_now_ms();
-    bool defer = option_get(OPT_PURGE_DELAY) > 0;
+    bool defer = option_get(OPT_PURGE_DELAY) > 0 && !purge_at_free();
     lock_acquire(&cache_lock);
     if (cache_count < SEGMENT_CACHE_MAX) {
         cache[cache_count++] = seg;
@@ -507,7 +508,7 @@ static page_t *segment_run_init(segment_t *seg, size_t idx, size_t count)
 static void segment_release_run(segment_t *seg, size_t idx, size_t count)
 {
     uint64_t mask = run_mask(idx, count);
-    if (option_get(OPT_PURGE_DELAY) == 0) {
+    if (purge_at_free()) {
         /* Purge at once: the run is still ours until its free bits are set. */
         if (os_purge((uint8_t *)seg + idx * SLICE_SIZE, count * SLICE_SIZE))
             atomic_fetch_or_explicit(&seg->fresh_slices, mask, memory_order_relaxed);

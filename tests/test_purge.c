@@ -329,6 +329,20 @@ static UNUSED bool expect_rss_back(long base, long margin, long held, const char
     return r.reached;
 }
 
+/* Start the scavenger thread as a program would: a freed run wants it, and
+ * the next allocation's slow path starts it; then purge what that left. For
+ * cases about delayed purges: until the thread runs, frees purge at once. */
+static UNUSED void scavenger_start(void)
+{
+    free(malloc(MiB));
+    free(malloc(MiB));
+    ebb_collect(true);
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    ebb_stats_get(&st);
+    REQUIRE(st.scavenger_running, "the scavenger thread should run after a freed 1 MiB block "
+            "and another malloc(1 MiB)");
+}
+
 /* ---------------------------------------------------------------------------
  * A crew: threads that park (blocked on a condition variable) between phases.
  * ------------------------------------------------------------------------- */
@@ -1206,6 +1220,38 @@ static void joining_many_threads_before_the_scavenger_starts_does_not_deadlock(v
     expect_child_passes("child_join_many_threads_before_the_scavenger_exists", env, 10);
 }
 
+/* Review finding: a process whose last allocation came before anything
+ * wanted the scavenger, and which then freed everything and went idle, kept
+ * it all: the thread starts only on an allocation path, and the frees left
+ * their pages for it. Since then, until it runs, frees purge at once. */
+static void child_memory_freed_before_the_scavenger_starts_comes_back(void)
+{
+    enum { SMALL = 3072 };
+    static void *small[SMALL];
+    long base = rss_settled();
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    for (int i = 0; i < SMALL; i++) { /* 3 MiB of 1 KiB blocks: one segment */
+        REQUIRE((small[i] = malloc(KiB)) != NULL, "malloc(1 KiB) failed");
+        touch(small[i], KiB, 3);
+    }
+    unsigned char *huge = malloc(20 * MiB);
+    REQUIRE(huge != NULL, "malloc(20 MiB) failed");
+    touch(huge, 20 * MiB, 3);
+    long held = rss_now();
+    ebb_stats_get(&st);
+    CHECK(!st.scavenger_running, "the scavenger should not run yet (one segment, one huge block)");
+    for (int i = 0; i < SMALL; i++)
+        free(small[i]);
+    free(huge);
+    expect_rss_back(base, 1 * MiB, held, "3 MiB of 1 KiB blocks and a 20 MiB block, freed");
+}
+
+static void memory_freed_before_the_scavenger_starts_comes_back(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_memory_freed_before_the_scavenger_starts_comes_back", env, 30);
+}
+
 /* ---------------------------------------------------------------------------
  * 6. DESIGN (the purge delay option): EBB_PURGE_DELAY=0 returns memory at once;
  * EBB_PURGE_DELAY=-1 never on its own, but malloc_trim(0) returns it at once.
@@ -1637,6 +1683,7 @@ static void huge_blocks_survive_an_old_kernels_mremap(void)
 static void child_huge_spares_stay_within_the_cache_bound(void)
 {
     enum { N = 5, M = 12 };
+    scavenger_start(); /* else the first free purges the mapping, and its cut keeps nothing */
     long base = rss_settled();
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
     /* One cut: its 9 MiB tail is unmapped one purge delay later. */
@@ -2918,6 +2965,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_random_sizes_keep_a_flat_peak_and_no_ratchet),
     CHILD_CASE(child_debug_mode_random_sizes_stay_within_bound),
     CHILD_CASE(child_join_many_threads_before_the_scavenger_exists),
+    CHILD_CASE(child_memory_freed_before_the_scavenger_starts_comes_back),
     CHILD_CASE(child_purge_delay_zero_returns_memory_at_once),
     CHILD_CASE(child_purge_delay_never_keeps_memory_until_malloc_trim),
     CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
@@ -2987,6 +3035,7 @@ int main(int argc, char **argv)
     RUN_CASE(exited_threads_blocks_freed_later_by_main_come_back);
     RUN_CASE(thread_that_only_frees_leaves_nothing_behind);
     RUN_CASE(joining_many_threads_before_the_scavenger_starts_does_not_deadlock);
+    RUN_CASE(memory_freed_before_the_scavenger_starts_comes_back);
     RUN_CASE(purge_delay_zero_returns_memory_at_once);
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
