@@ -129,7 +129,10 @@ static void *alloc_generic(size_t size, size_t alignment, bool zero)
         errno = ENOMEM;
         return NULL;
     }
-    return alloc_generic_in(heap, size, alignment, zero);
+    void *p = alloc_generic_in(heap, size, alignment, zero);
+    if (ebb_unlikely(tls.exited))
+        heap_late_done();
+    return p;
 }
 
 void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero)

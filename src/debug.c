@@ -841,6 +841,8 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
     else
         fill_past(user, size, copied, cfg.fill_alloc);
     canary_write(h);
+    if (ebb_unlikely(tls.exited))
+        heap_late_done(); /* a heap made after thread exit (heap.c) */
     return user;
 }
 

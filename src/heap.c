@@ -175,8 +175,9 @@ heap_t *heap_get_or_create(void)
     heap->busy = &tls.busy;
     lock_release(&heap->lock);
     tls.heap = heap;
-    /* May allocate (glibc's second-level key array): tls.heap is set already. */
-    if (heap_key_ready)
+    /* May allocate (glibc's second-level key array): tls.heap is set already.
+     * Not for a heap made after thread exit: heap_late_done hands it back. */
+    if (heap_key_ready && !tls.exited)
         pthread_setspecific(heap_key, heap);
     return heap;
 }
@@ -194,32 +195,54 @@ heap_t *heap_create_debug(void)
     heap->busy = &tls.busy;
     lock_release(&heap->lock);
     tls_debug_heap = heap;
-    if (heap_key_ready)
+    if (heap_key_ready && !tls.exited)
         pthread_setspecific(heap_key, heap);
     return heap;
 }
 
 /* ---------------------------------------------------------------------------
  * Thread exit: free what is empty, abandon the rest for others to reclaim.
+ *
+ * glibc runs pthread key destructors in at most PTHREAD_DESTRUCTOR_ITERATIONS
+ * rounds, ours usually first in each (its key is made at the first malloc).
+ * A destructor that runs after ours and allocates gets a new heap, and ours
+ * runs again in the next round; but after the last round there is none, and
+ * that heap would stay in use forever, its `busy` pointing into TLS that goes
+ * away with the thread (the scavenger read it there: a crash), its segments
+ * carrying an id the next thread on the same stack shares. So once ours has
+ * run (tls.exited), every heap the thread makes serves one allocation and is
+ * handed back at once (heap_late_done): its blocks then lie in abandoned
+ * segments, freed like any other thread's.
  * ------------------------------------------------------------------------- */
-static void heap_thread_done(void *arg)
+static void heap_hand_back(heap_t *heap)
 {
-    heap_t *heap = arg;
-    if (heap == NULL || (heap != tls.heap && heap != tls_debug_heap))
-        return;
     lock_acquire(&heap->lock);
     heap_collect_pages(heap, true);
     segment_abandon_all(heap);
     heap_reset(heap, 0);
     heap->busy = NULL; /* this thread's TLS goes away with it */
     lock_release(&heap->lock);
-    /* A destructor that runs after this one and allocates gets a new heap
-     * (and this destructor again in the next round). */
     tls.heap = &heap_empty;
     tls_debug_heap = NULL;
     lock_acquire(&heap_pool_lock);
     heap_pool_put_locked(heap);
     lock_release(&heap_pool_lock);
+}
+
+static void heap_thread_done(void *arg)
+{
+    heap_t *heap = arg;
+    if (heap == NULL || (heap != tls.heap && heap != tls_debug_heap))
+        return;
+    heap_hand_back(heap);
+    tls.exited = 1;
+}
+
+void heap_late_done(void)
+{
+    heap_t *heap = tls.heap != &heap_empty ? tls.heap : tls_debug_heap;
+    if (heap != NULL)
+        heap_hand_back(heap);
 }
 
 void ebb_collect(bool force)

@@ -751,6 +751,7 @@ extern page_t page_empty;
 typedef struct tls_s {
     heap_t *heap;     /* this thread's heap, or &heap_empty */
     atomic_uchar busy;
+    uint8_t exited;   /* its heap was handed back at thread exit (heap.c) */
 } tls_t;
 /* One TLS block, so the fast paths find both fields from one address. */
 extern __thread tls_t tls __attribute__((tls_model("initial-exec")));
@@ -769,6 +770,9 @@ static inline void busy_leave(void)
 /* The calling thread's heap, created (and the process initialized) on first
  * use. NULL only if no memory could be obtained for the heap itself. */
 heap_t *heap_get_or_create(void);
+/* After an allocation by a thread whose heap was already handed back at its
+ * exit (tls.exited): hand back the heap that allocation made (heap.c). */
+void heap_late_done(void);
 /* Debug mode: the calling thread's debug heap (thread id | THREAD_ID_DEBUG),
  * kept here rather than in tls.heap so that malloc's fast path never runs. */
 extern __thread heap_t *tls_debug_heap __attribute__((tls_model("initial-exec")));

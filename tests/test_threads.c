@@ -14,11 +14,13 @@
  */
 #include "check.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/mman.h>
 
+#include "ebb.h" /* ebb_stats_get, ebb_collect: in every build */
 #ifdef STRESS_EBB_NAMES
-#include "ebb.h"
 #define A(name) ebb_##name
 #else
 #include <malloc.h>
@@ -32,7 +34,14 @@ void free_aligned_sized(void *p, size_t alignment, size_t size);
 #define SANITIZED 2
 #elif __has_feature(thread_sanitizer)
 #define SANITIZED 4
+#define THREAD_SANITIZED 1
 #endif
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(THREAD_SANITIZED)
+#define THREAD_SANITIZED 1
+#endif
+#ifndef THREAD_SANITIZED
+#define THREAD_SANITIZED 0
 #endif
 #if !defined(SANITIZED) && (defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__))
 #define SANITIZED 4
@@ -794,6 +803,84 @@ static void bursts_with_idle_gaps_while_the_scavenger_visits(void)
           "%ld blocks failed to allocate or came back changed", atomic_load(&burst_failures));
 }
 
+/* Review finding: glibc runs pthread key destructors in at most
+ * PTHREAD_DESTRUCTOR_ITERATIONS rounds, ebb's (made at the first malloc)
+ * first in each. A program's destructor that allocates after ebb's in the
+ * last round left a heap in use forever, its busy flag in the dead thread's
+ * TLS: on a stack the program then unmapped, the scavenger crashed reading
+ * it. Here the destructor re-arms itself and allocates in every round, on a
+ * stack of our own that is unmapped after the join, several times over. */
+static pthread_key_t dtor_key;
+static atomic_int dtor_calls;
+
+static void allocating_destructor(void *value)
+{
+    long round = (long)value;
+    void *p = A(malloc)(100 + (size_t)round * 1000);
+    if (p)
+        memset(p, 1, 100);
+    A(free)(p);
+    void *kept = A(malloc)(64); /* freed by nobody: lies in an abandoned segment */
+    (void)kept;
+    atomic_fetch_add(&dtor_calls, 1);
+    if (round < PTHREAD_DESTRUCTOR_ITERATIONS + 2)
+        pthread_setspecific(dtor_key, (void *)(round + 1));
+}
+
+static void *arm_destructor(void *unused)
+{
+    (void)unused;
+    A(free)(A(malloc)(32));
+    pthread_setspecific(dtor_key, (void *)1);
+    return NULL;
+}
+
+static void key_destructors_that_allocate_in_every_round_leave_no_heap_behind(void)
+{
+    enum { THREADS = 8 };
+#if THREAD_SANITIZED
+    /* ThreadSanitizer ends a thread's state from a key destructor of its
+     * own that re-arms itself into the last round; our destructor, running
+     * after it there, crashes in the sanitizer's runtime (SEGV at 0xd0). */
+    SKIP_CHECK("ThreadSanitizer cannot run code in the last key destructor round");
+    return;
+#endif
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    A(free)(A(malloc)(32)); /* ebb's key exists before ours */
+    REQUIRE(pthread_key_create(&dtor_key, allocating_destructor) == 0, "pthread_key_create failed");
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    uint64_t alive0 = st.heaps_alive;
+    size_t stack_size = 256 * KiB;
+    for (int i = 0; i < THREADS; i++) {
+        void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        REQUIRE(stack != MAP_FAILED, "mmap of a thread stack failed");
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstack(&attr, stack, stack_size);
+        pthread_t t;
+        REQUIRE(pthread_create(&t, &attr, arm_destructor, NULL) == 0, "pthread_create failed");
+        pthread_join(t, NULL);
+        pthread_attr_destroy(&attr);
+        munmap(stack, stack_size); /* its TLS goes with it */
+    }
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    printf("    info: %d destructor calls in %d threads; heaps alive %llu (before: %llu)\n",
+           atomic_load(&dtor_calls), THREADS, (unsigned long long)st.heaps_alive,
+           (unsigned long long)alive0);
+    CHECK(atomic_load(&dtor_calls) >= THREADS * PTHREAD_DESTRUCTOR_ITERATIONS,
+          "the destructor should run %d times a thread; it ran %d times in all",
+          PTHREAD_DESTRUCTOR_ITERATIONS, atomic_load(&dtor_calls));
+    CHECK(st.heaps_alive == alive0,
+          "every heap the exited threads' destructors made should be handed back: %llu alive, "
+          "%llu before the threads", (unsigned long long)st.heaps_alive, (unsigned long long)alive0);
+    /* The scavenger visits heaps and abandoned segments: with a heap left
+     * behind it read the unmapped TLS. */
+    ebb_collect(true);
+    usleep(300 * 1000);
+    ebb_collect(true);
+    pthread_key_delete(dtor_key);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -807,5 +894,6 @@ int main(void)
     RUN_CASE(thread_that_only_frees_blocks_allocated_by_main);
     RUN_CASE(threads_exit_holding_blocks_that_others_free_later);
     RUN_CASE(bursts_with_idle_gaps_while_the_scavenger_visits);
+    RUN_CASE(key_destructors_that_allocate_in_every_round_leave_no_heap_behind);
     return check_finish();
 }
