@@ -69,8 +69,8 @@ static void check_fail(const char *file, int line, const char *expr, const char 
         }                                                                    \
     } while (0)
 
-/* A check that cannot be made where the test runs (a kernel feature is off, or a sanitizer cannot run it):
- * it is reported, and tests/run_tests.sh counts these lines in the log of a
+/* A check that cannot be made where the test runs (a kernel feature is off,
+ * or a sanitizer cannot run it): it is reported, and tests/run_tests.sh counts these lines in the log of a
  * test that passed, so a skipped check is never read as a passed one. */
 #define SKIP_CHECK(...)                                                      \
     do {                                                                     \
