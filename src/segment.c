@@ -724,8 +724,16 @@ static segment_t *segment_reclaim(heap_t *heap)
 void segment_free_large_remote(segment_t *seg, page_t *page)
 {
     if (atomic_load_explicit(&seg->thread_id, memory_order_acquire) != 0) {
-        /* Owned by a live thread: the OR is our last access. */
+        /* Owned by a live thread: the OR is our last access. If that leaves
+         * the segment entirely free and the owner sleeps, only the scavenger
+         * will release it (heap_scavenge): tell it, through the owner's heap
+         * (read before the OR; heaps are never unmapped). */
+        heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
         segment_free_large_run_remote(page);
+        if (heap) {
+            atomic_store(&heap->remote_pending, 1);
+            purge_wake();
+        }
         return;
     }
     /* Abandoned (or being reclaimed, or cached: it cannot be cached, the page

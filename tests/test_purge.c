@@ -1178,6 +1178,66 @@ static void thread_that_only_frees_leaves_nothing_behind(void)
     CHECK(failures == 0, "%d allocations returned NULL", failures);
 }
 
+/* Review finding: blocks of 1.5 MiB (runs of slices) that a sleeping thread
+ * allocated and another freed left their emptied segments in the sleeper's
+ * heap: their slices were purged, but 100 segments (400 MiB of address
+ * space, a resident header each) stayed mapped until the owner ran again.
+ * A remote free of a large block now tells the scavenger, which releases an
+ * idle heap's empty segments to the cache, unmapped after the unmap delay. */
+#define LARGE_REMOTE_BLOCKS 200
+typedef struct large_owner_s {
+    crew_t crew;
+    void *blocks[LARGE_REMOTE_BLOCKS];
+} large_owner_t;
+
+static void *large_owner_main(void *arg)
+{
+    large_owner_t *o = arg;
+    stack_pretouch();
+    for (int i = 0; i < LARGE_REMOTE_BLOCKS; i++) {
+        o->blocks[i] = malloc(1536 * KiB);
+        if (o->blocks[i])
+            touch(o->blocks[i], 1536 * KiB, 9);
+    }
+    crew_park(&o->crew); /* main frees them meanwhile */
+    return NULL;
+}
+
+static void child_segments_emptied_by_remote_large_frees_are_released(void)
+{
+    static large_owner_t o;
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    crew_init(&o.crew, 1);
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, large_owner_main, &o) == 0, "pthread_create failed");
+    crew_wait_parked(&o.crew);
+    ebb_stats_get(&st);
+    uint64_t held = st.segments;
+    for (int i = 0; i < LARGE_REMOTE_BLOCKS; i++) {
+        REQUIRE(o.blocks[i] != NULL, "malloc(1.5 MiB) number %d failed", i);
+        free(o.blocks[i]);
+    }
+    double deadline = check_now() + idle_deadline_s() + (double)opt_unmap_delay_ms() / 1000.0;
+    do {
+        sleep_ms(POLL_MS);
+        ebb_stats_get(&st);
+    } while (st.segments > 4 && check_now() < deadline);
+    printf("    info: %d x 1.5 MiB freed by main while their owner sleeps: %llu segments, then %llu\n",
+           LARGE_REMOTE_BLOCKS, (unsigned long long)held, (unsigned long long)st.segments);
+    CHECK(st.segments <= 4,
+          "the sleeping owner's emptied segments should be released and unmapped: %llu of %llu "
+          "still mapped after %.1f s", (unsigned long long)st.segments, (unsigned long long)held,
+          idle_deadline_s() + (double)opt_unmap_delay_ms() / 1000.0);
+    crew_open(&o.crew);
+    pthread_join(t, NULL);
+}
+
+static void segments_emptied_by_remote_large_frees_are_released(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", "EBB_UNMAP_DELAY=200", NULL};
+    expect_child_passes("child_segments_emptied_by_remote_large_frees_are_released", env, 30);
+}
+
 /* ---------------------------------------------------------------------------
  * DESIGN ("the thread is started lazily ... from a slow path that holds no
  * lock"; "pthread_create ... may call malloc"). glibc frees a joined thread's
@@ -2966,6 +3026,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_debug_mode_random_sizes_stay_within_bound),
     CHILD_CASE(child_join_many_threads_before_the_scavenger_exists),
     CHILD_CASE(child_memory_freed_before_the_scavenger_starts_comes_back),
+    CHILD_CASE(child_segments_emptied_by_remote_large_frees_are_released),
     CHILD_CASE(child_purge_delay_zero_returns_memory_at_once),
     CHILD_CASE(child_purge_delay_never_keeps_memory_until_malloc_trim),
     CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
@@ -3034,6 +3095,7 @@ int main(int argc, char **argv)
     RUN_CASE(thousand_idle_threads_keep_nothing_back);
     RUN_CASE(exited_threads_blocks_freed_later_by_main_come_back);
     RUN_CASE(thread_that_only_frees_leaves_nothing_behind);
+    RUN_CASE(segments_emptied_by_remote_large_frees_are_released);
     RUN_CASE(joining_many_threads_before_the_scavenger_starts_does_not_deadlock);
     RUN_CASE(memory_freed_before_the_scavenger_starts_comes_back);
     RUN_CASE(purge_delay_zero_returns_memory_at_once);
