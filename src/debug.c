@@ -105,6 +105,14 @@ static uint64_t header_check(const debug_header_t *h)
     return x ^ (x >> 29);
 }
 
+bool debug_header_intact(const debug_header_t *h)
+{
+    if (!debug_header_live(h) || h->check != header_check(h) || h->offset < sizeof *h)
+        return false;
+    size_t usable = alloc_usable_size(h);
+    return h->offset <= usable && h->size <= usable - h->offset;
+}
+
 static uint32_t capture(void)
 {
     if (cfg.depth == 0 || in_debug)
@@ -1005,6 +1013,23 @@ static bool pointer_sound(const void *p, call_t call, debug_header_t **out)
 /* ---------------------------------------------------------------------------
  * Free, realloc, usable size
  * ------------------------------------------------------------------------- */
+/* A block whose pointer (and size, alignment) were found right goes to the
+ * quarantine: its canary checked (unless realloc just did, and reported),
+ * its free traced and filled. */
+static void free_block(debug_header_t *h, bool canary_checked)
+{
+    size_t usable = block_bytes(h), tail = tail_len(h, usable);
+    if (!canary_checked) {
+        const uint8_t *bad = canary_broken(h, tail);
+        if (bad)
+            report_overflow(h, bad, "found at free");
+    }
+    h->free_trace = capture();
+    h->magic = DEBUG_MAGIC_FREED ^ (uintptr_t)h;
+    fill(freed_start(h), freed_len(h, tail), cfg.fill_free);
+    quarantine_push(h, usable);
+}
+
 static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t how)
 {
     if (p == NULL)
@@ -1033,14 +1058,7 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
             report("free with the wrong alignment", p, h, text_cstr(&t));
         }
     }
-    size_t usable = block_bytes(h), tail = tail_len(h, usable);
-    const uint8_t *bad = canary_broken(h, tail);
-    if (bad)
-        report_overflow(h, bad, "found at free");
-    h->free_trace = capture();
-    h->magic = DEBUG_MAGIC_FREED ^ (uintptr_t)h;
-    fill(freed_start(h), freed_len(h, tail), cfg.fill_free);
-    quarantine_push(h, usable);
+    free_block(h, false);
 }
 
 static void *realloc_impl(void *p, size_t size)
@@ -1067,7 +1085,7 @@ static void *realloc_impl(void *p, size_t size)
     if (q == NULL)
         return NULL; /* p is untouched */
     memcpy(q, p, copied);
-    free_impl(p, 0, 0, DEBUG_FREE_PLAIN);
+    free_block(h, true); /* its canary was checked above (a fault is reported once) */
     return q;
 }
 

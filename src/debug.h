@@ -31,7 +31,6 @@ typedef struct debug_header_s {
 _Static_assert(sizeof(debug_header_t) == 48, "the header is 48 bytes (a multiple of 16)");
 
 #define DEBUG_FLAG_ZEROED 1 /* calloc: the user bytes were zeroed, not filled */
-#define DEBUG_FLAG_MARKED 2 /* leak.c: reachable */
 
 static inline uint8_t *user_of(debug_header_t *h)
 {
@@ -42,6 +41,10 @@ static inline bool debug_header_live(const debug_header_t *h)
 {
     return h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h);
 }
+
+/* A live block whose header no write has changed (its checksum holds, its
+ * user bytes lie inside the underlying block). */
+bool debug_header_intact(const debug_header_t *h);
 
 /* leak.c */
 void leak_report_at_exit(void);

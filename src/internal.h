@@ -572,6 +572,8 @@ void os_huge_pages(void *p, size_t size);
 uint64_t os_now_ms(void);
 void os_sleep_ms(long ms);
 void os_write_stderr(const char *s, size_t len);
+/* Open `path` for reading; -1 on failure. errno is kept. */
+int os_open_read(const char *path);
 /* Open `path` for appending (created 0644); -1 on failure. errno is kept. */
 int os_open_append(const char *path);
 /* Write all of s (retrying short writes); errors are ignored. */

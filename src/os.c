@@ -84,6 +84,14 @@ void os_write_stderr(const char *s, size_t len)
     }
 }
 
+int os_open_read(const char *path)
+{
+    int saved = errno;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    errno = saved;
+    return fd;
+}
+
 int os_open_append(const char *path)
 {
     int saved = errno;

@@ -138,7 +138,7 @@ test-build: $(FAULT_PROGS) $(TEST_DIR)/test_debug $(TEST_DIR)/test_unwind \
             $(TEST_DIR)/libunwind_plugin_big.so $(TEST_DIR)/libunwind_plugin_small.so
 
 $(TEST_DIR)/debug/%: tests/debug/%.c tests/debug/fault.h $(TEST_HDRS) $(BUILD)/libebb.so
-	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) $< -o $@ $(TEST_LINK_EBB))
+	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
 
 $(TEST_DIR)/test_debug: tests/test_debug.c $(TEST_HDRS) $(BUILD)/libebb.so
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
