@@ -462,7 +462,11 @@ static bool cfa_run(const uint8_t *p, const uint8_t *end, uint64_t code_align, i
         case 0x08: /* same_value */
             row_set(row, read_uleb(&p, end), KEPT, 0);
             break;
-        case 0x09: /* register */
+        case 0x09: /* register: saved in another register, a rule we do not follow */
+            reg = read_uleb(&p, end);
+            (void)read_uleb(&p, end);
+            row_set(row, reg, OTHER, 0);
+            break;
         case 0x0a: /* remember_state */
             if (depth == 8)
                 return false;

@@ -195,6 +195,41 @@ static void a_signal_frame_makes_the_fast_walk_give_up(void)
 }
 
 #if defined(__x86_64__)
+/* Review finding: DW_CFA_register (a register saved in another register, as
+ * in glibc's longjmp and hand-written assembly) was read as remember_state,
+ * its operands then run as opcodes, and the fast walk returned 2 frames
+ * where libgcc found 6. It must give up instead. keep_rbp_in_rbx(cb, arg)
+ * keeps the caller's rbp in rbx, uses rbp as scratch, and calls cb(arg). */
+void keep_rbp_in_rbx(void (*cb)(both_t *), both_t *arg);
+__asm__(".text\n.globl keep_rbp_in_rbx\n.type keep_rbp_in_rbx,@function\nkeep_rbp_in_rbx:\n"
+        ".cfi_startproc\n"
+        "push %rbx\n.cfi_adjust_cfa_offset 8\n.cfi_offset %rbx, -16\n"
+        "mov %rbp, %rbx\n.cfi_register %rbp, %rbx\n"
+        "lea 32(%rsp), %rbp\n"
+        "mov %rdi, %rax\nmov %rsi, %rdi\ncall *%rax\n"
+        "mov %rbx, %rbp\n.cfi_restore %rbp\n"
+        "pop %rbx\n.cfi_adjust_cfa_offset -8\nret\n.cfi_endproc\n"
+        ".size keep_rbp_in_rbx,.-keep_rbp_in_rbx\n");
+
+/* A frame-pointer caller: its CFA is rbp + 16, so the walk needs its rbp. */
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static int rbp_in_rbx_caller(both_t *b)
+{
+    volatile char pad[200];
+    pad[0] = 1;
+    keep_rbp_in_rbx(probe, b);
+    return pad[0];
+}
+
+static void a_register_saved_in_a_register_makes_the_fast_walk_give_up(void)
+{
+    static both_t b;
+    sink += rbp_in_rbx_caller(&b);
+    CHECK(b.fast_n == -1,
+          "through a frame with DW_CFA_register the fast walk should give up (libgcc then takes "
+          "the trace); it returned %d frames (libgcc: %d)", b.fast_n, b.slow_n);
+    CHECK(b.slow_n >= 4, "libgcc should unwind through it; it found %d frames", b.slow_n);
+}
+
 typedef void (*plugin_call_fn)(void (*cb)(void *), void *arg);
 
 static void probe_cb(void *arg)
@@ -322,6 +357,9 @@ int main(void)
     RUN_CASE(libc_frames_match);
     RUN_CASE(another_thread_matches);
     RUN_CASE(a_signal_frame_makes_the_fast_walk_give_up);
+#if defined(__x86_64__)
+    RUN_CASE(a_register_saved_in_a_register_makes_the_fast_walk_give_up);
+#endif
 #if defined(__x86_64__)
     RUN_CASE(a_library_replaced_at_its_address_is_unwound_by_its_own_rules);
     RUN_CASE(dlclose_and_module_listing_beside_allocations_do_not_deadlock);
