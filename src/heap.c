@@ -474,7 +474,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-    trace_fork_done();
+    trace_fork_child();
     debug_fork_unlock();
     huge_fork_unlock();
     purge_fork_child();

@@ -859,6 +859,9 @@ void huge_counts(huge_counts_t *out);
 /* Visit the live huge blocks (under the huge lock: they cannot be freed or
  * moved meanwhile). */
 void huge_for_each_live(void (*fn)(segment_t *seg, void *arg), void *arg);
+/* The live huge mapping holding p (any byte of it), or NULL. For debug
+ * mode's pointer checks: the segment map marks only a mapping's first unit. */
+segment_t *huge_live_containing(const void *p);
 /* Visit the address ranges of the huge cache, its mappings and its spare
  * pages (under the huge lock). */
 void huge_for_each_cached(void (*fn)(void *start, size_t len, void *arg), void *arg);
@@ -926,5 +929,7 @@ void trace_fork_unlock(void);
  * code"); trace_fork_done in the parent and the child. */
 void trace_fork_prepare(void);
 void trace_fork_done(void);
+/* In the child: from now on no capture lists modules (step 4 of the protocol). */
+void trace_fork_child(void);
 
 #endif /* EBB_INTERNAL_H */

@@ -44,6 +44,7 @@
  * when it is installed and the module has debug info. Costs: nothing at
  * capture time; a few milliseconds per report.
  */
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -706,11 +707,19 @@ static bool fast_walk(capture_t *c)
  *      the fork sees the check and waits for it: no fork happens while this
  *      thread is inside dl_iterate_phdr.
  *   3. A capture that skipped the check does not use the rule table (it may
- *      be stale): libgcc's unwinder walks, which finds FDEs without a lock.
+ *      be stale): libgcc's unwinder walks, which finds FDEs without a lock
+ *      (_dl_find_object).
+ *   4. In a forked child every check is skipped, for good: another thread of
+ *      the parent may have held the loader's lock at the fork (inside
+ *      dl_iterate_phdr, dlopen or dlclose), and the child inherits it held
+ *      by no one. A child's captures that the capture cache does not serve
+ *      are libgcc's walks from then on (slower, never stuck); its fault
+ *      reports find modules with _dl_find_object (trace_print).
  * ------------------------------------------------------------------------- */
 static atomic_ullong unloads_seen; /* dlpi_subs when the tables were last emptied */
 static atomic_int unload_checks;   /* threads inside the check's dl_iterate_phdr */
 static atomic_bool fork_waiting;   /* trace_fork_prepare .. trace_fork_done */
+static atomic_bool forked_child;   /* this process is a fork's child (step 4) */
 
 static int unloads_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -757,6 +766,8 @@ static bool forget_unloaded_code(void)
 {
     if (rules == NULL && cache == NULL)
         return true; /* nothing kept by address (not x86-64) */
+    if (atomic_load_explicit(&forked_child, memory_order_relaxed))
+        return false;
     atomic_fetch_add(&unload_checks, 1);
     if (atomic_load(&fork_waiting)) {
         atomic_fetch_sub(&unload_checks, 1);
@@ -781,6 +792,12 @@ void trace_fork_prepare(void)
 
 void trace_fork_done(void)
 {
+    atomic_store(&fork_waiting, false);
+}
+
+void trace_fork_child(void)
+{
+    atomic_store_explicit(&forked_child, true, memory_order_relaxed);
     atomic_store(&fork_waiting, false);
 }
 
@@ -1012,6 +1029,32 @@ typedef struct module_s {
     bool found;
 } module_t;
 
+/* Record the module found for m->pc: its load bias and file. */
+static void module_set(module_t *m, uintptr_t bias, const char *name)
+{
+    m->bias = bias;
+    if (name && name[0]) {
+        size_t len = strlen(name);
+        if (len >= sizeof m->path)
+            len = sizeof m->path - 1;
+        memcpy(m->path, name, len);
+        m->path[len] = '\0';
+    } else if (os_info.via_loader) {
+        /* Started as `ld.so ./prog`: /proc/self/exe is the loader, and
+         * the program is its argv[0], relative to the start's cwd. */
+        size_t len = strlen(program_invocation_name);
+        if (len >= sizeof m->path)
+            len = sizeof m->path - 1;
+        memcpy(m->path, program_invocation_name, len);
+        m->path[len] = '\0';
+    } else { /* the main program: its real path (addr2line runs elsewhere) */
+        ssize_t len = readlink("/proc/self/exe", m->path, sizeof m->path - 1);
+        m->path[len > 0 ? len : 0] = '\0';
+    }
+    m->found = true;
+}
+
+#if !defined(DLFO_STRUCT_HAS_EH_DBASE)
 static int module_find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
@@ -1022,31 +1065,27 @@ static int module_find_cb(struct dl_phdr_info *info, size_t size, void *arg)
             continue;
         uintptr_t start = info->dlpi_addr + ph->p_vaddr;
         if (m->pc >= start && m->pc < start + ph->p_memsz) {
-            m->bias = info->dlpi_addr;
-            const char *name = info->dlpi_name;
-            if (name && name[0]) {
-                size_t len = strlen(name);
-                if (len >= sizeof m->path)
-                    len = sizeof m->path - 1;
-                memcpy(m->path, name, len);
-                m->path[len] = '\0';
-            } else if (os_info.via_loader) {
-                /* Started as `ld.so ./prog`: /proc/self/exe is the loader, and
-                 * the program is its argv[0], relative to the start's cwd. */
-                size_t len = strlen(program_invocation_name);
-                if (len >= sizeof m->path)
-                    len = sizeof m->path - 1;
-                memcpy(m->path, program_invocation_name, len);
-                m->path[len] = '\0';
-            } else { /* the main program: its real path (addr2line runs elsewhere) */
-                ssize_t len = readlink("/proc/self/exe", m->path, sizeof m->path - 1);
-                m->path[len > 0 ? len : 0] = '\0';
-            }
-            m->found = true;
+            module_set(m, info->dlpi_addr, info->dlpi_name);
             return 1;
         }
     }
     return 0;
+}
+#endif
+
+/* The module holding m->pc. With glibc 2.35 or later, _dl_find_object: it
+ * takes no lock, so a report in a forked child cannot wait for the
+ * loader's lock that another thread of the parent held at the fork
+ * ("Unloaded code", step 4). */
+static void module_find(module_t *m)
+{
+#if defined(DLFO_STRUCT_HAS_EH_DBASE)
+    struct dl_find_object dlfo;
+    if (_dl_find_object((void *)m->pc, &dlfo) == 0 && dlfo.dlfo_link_map != NULL)
+        module_set(m, dlfo.dlfo_link_map->l_addr, dlfo.dlfo_link_map->l_name);
+#else
+    dl_iterate_phdr(module_find_cb, m);
+#endif
 }
 
 /* The function containing file address `vaddr` in the ELF file `path`. */
@@ -1187,7 +1226,7 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
     for (int i = 0; i < n; i++) {
         memset(&mods[i], 0, sizeof mods[i]);
         mods[i].pc = pcs[i] - 1; /* a return address: the call is just before */
-        dl_iterate_phdr(module_find_cb, &mods[i]);
+        module_find(&mods[i]);
         vaddr[i] = mods[i].pc - mods[i].bias;
     }
     /* file:line, one addr2line run per module. (Static: reports are

@@ -24,6 +24,7 @@
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include "ebb.h"
 
@@ -344,6 +345,77 @@ static void dlclose_and_module_listing_beside_allocations_do_not_deadlock(void)
 }
 #endif
 
+/* Review finding: a child forked while another thread of the parent was
+ * inside dl_iterate_phdr inherits the loader's lock held by no one, and its
+ * first capture that missed the cache listed modules (the unload check) and
+ * hung: 49 children of 50. Each child here allocates from a call path the
+ * cache has not seen, then exits; none may hang. */
+static atomic_int stop_listing;
+
+static int count_modules(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    for (int k = 0; k < 2000; k++)
+        *(volatile unsigned long *)arg += info->dlpi_phnum + (unsigned)k;
+    return 0;
+}
+
+static void *list_modules(void *arg)
+{
+    (void)arg;
+    unsigned long sum = 0;
+    while (!atomic_load(&stop_listing))
+        dl_iterate_phdr(count_modules, &sum);
+    return NULL;
+}
+
+__attribute__((noinline)) static void child_allocates(int depth)
+{
+    if (depth > 0) {
+        child_allocates(depth - 1);
+        sink++;
+        return;
+    }
+    void *volatile p = malloc(100);
+    free(p);
+}
+
+static void a_child_forked_beside_a_module_listing_can_allocate(void)
+{
+    enum { CHILDREN = 30 };
+    atomic_store(&stop_listing, 0);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, list_modules, NULL) == 0, "pthread_create");
+    int hung = 0, failed = 0;
+    for (int i = 0; i < CHILDREN; i++) {
+        pid_t pid = fork();
+        REQUIRE(pid >= 0, "fork failed");
+        if (pid == 0) {
+            child_allocates(i % 7 + 1);
+            _exit(0);
+        }
+        int status = 0;
+        pid_t got = 0;
+        for (int ms = 0; ms < 2000 && got == 0; ms += 10) {
+            got = waitpid(pid, &status, WNOHANG);
+            if (got == 0)
+                usleep(10000);
+        }
+        if (got == 0) {
+            hung++;
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            failed++;
+        }
+    }
+    atomic_store(&stop_listing, 1);
+    pthread_join(t, NULL);
+    CHECK(hung == 0, "%d of %d children forked beside a dl_iterate_phdr loop hung in malloc (2 s)",
+          hung, CHILDREN);
+    CHECK(failed == 0, "%d of %d children did not exit 0", failed, CHILDREN);
+}
+
 int main(void)
 {
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
@@ -357,6 +429,7 @@ int main(void)
     RUN_CASE(libc_frames_match);
     RUN_CASE(another_thread_matches);
     RUN_CASE(a_signal_frame_makes_the_fast_walk_give_up);
+    RUN_CASE(a_child_forked_beside_a_module_listing_can_allocate);
 #if defined(__x86_64__)
     RUN_CASE(a_register_saved_in_a_register_makes_the_fast_walk_give_up);
 #endif
