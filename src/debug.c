@@ -912,8 +912,12 @@ static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
     *kind = PTR_FOREIGN;
     if (!segment_map_contains(p)) {
         uint8_t *huge = huge_aligned_block_of(p);
-        if (huge == NULL)
-            return NULL;
+        if (huge == NULL) { /* beyond a huge mapping's first unit? */
+            segment_t *seg = huge_live_containing(p);
+            if (seg == NULL || (uint8_t *)p < (uint8_t *)seg + seg->block_offset)
+                return NULL;
+            huge = (uint8_t *)seg + seg->block_offset;
+        }
         return header_judge(p, (debug_header_t *)huge, kind);
     }
     segment_t *seg = ptr_segment(p);

@@ -135,6 +135,18 @@ void huge_for_each_live(void (*fn)(segment_t *seg, void *arg), void *arg)
     lock_release(&huge_lock);
 }
 
+segment_t *huge_live_containing(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    segment_t *found = NULL;
+    lock_acquire(&huge_lock);
+    for (segment_t *seg = huge_live_first; seg && !found; seg = seg->next)
+        if (u >= (uintptr_t)seg && u - (uintptr_t)seg < seg->map_size)
+            found = seg;
+    lock_release(&huge_lock);
+    return found;
+}
+
 /* Purge a freed mapping's block; its header page stays. With EBB_HUGE_PAGES
  * the mark goes too while the mapping waits (huge_alloc sets it again when it
  * is taken): khugepaged could otherwise fold the resident header page and the

@@ -70,6 +70,7 @@ expect double_free          "double free"                                       
 expect free_foreign         "free of a pointer ebb never returned (foreign)"       -
 expect free_stack           "free of a pointer ebb never returned (foreign)"       -
 expect free_interior        "free of an interior pointer"                          allocate_victim
+expect free_interior_huge    "free of an interior pointer"                          allocate_victim
 expect free_interior_copied_header "free of an interior pointer"                    allocate_victim
 expect free_aligned_minus_16 "free of an interior pointer"                          allocate_victim_aligned
 expect free_sized_wrong     "free with the wrong size"                             allocate_victim
