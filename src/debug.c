@@ -669,7 +669,7 @@ static void leave_quarantine(debug_header_t *h)
         describe_freed_write(&t, h, bad, " changed while the block was in quarantine");
         report("heap-use-after-free", user_of(h), h, text_cstr(&t));
     }
-    h->magic = 0;
+    atomic_store_explicit(&h->magic, 0, memory_order_release);
     reuse_or_release(h, bytes);
 }
 
@@ -842,13 +842,13 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
     h->flags = zero ? DEBUG_FLAG_ZEROED : 0;
     h->qnext = NULL;
     h->check = header_check(h);
-    h->magic = DEBUG_MAGIC_LIVE ^ (uintptr_t)h;
     uint8_t *user = user_of(h);
     if (zero)
         memset(user, 0, size);
     else
         fill_past(user, size, copied, cfg.fill_alloc);
     canary_write(h);
+    atomic_store_explicit(&h->magic, DEBUG_MAGIC_LIVE ^ (uintptr_t)h, memory_order_release);
     if (ebb_unlikely(tls.exited))
         heap_late_done(); /* a heap made after thread exit (heap.c) */
     return user;
@@ -1029,8 +1029,9 @@ static void free_block(debug_header_t *h, bool canary_checked)
             report_overflow(h, bad, "found at free");
     }
     h->free_trace = capture();
-    h->magic = DEBUG_MAGIC_FREED ^ (uintptr_t)h;
+    atomic_store_explicit(&h->magic, DEBUG_MAGIC_BUSY ^ (uintptr_t)h, memory_order_release);
     fill(freed_start(h), freed_len(h, tail), cfg.fill_free);
+    atomic_store_explicit(&h->magic, DEBUG_MAGIC_FREED ^ (uintptr_t)h, memory_order_release);
     quarantine_push(h, usable);
 }
 
@@ -1188,34 +1189,61 @@ typedef struct verify_s {
     size_t problems;
 } verify_t;
 
+/* What is wrong with a block that read as live or freed: 0 nothing, else
+ * the kind of fault, with *bad the first changed byte. */
+enum { VERIFY_SOUND, VERIFY_HEADER, VERIFY_FREED_WRITE, VERIFY_OVERFLOW };
+
+static int verify_problem(debug_header_t *h, bool freed, const uint8_t **bad)
+{
+    *bad = NULL;
+    if (h->check != header_check(h) || h->offset < sizeof *h || h->offset > alloc_usable_size(h))
+        return VERIFY_HEADER;
+    if (freed) {
+        *bad = freed_fill_broken(h, alloc_usable_size(h));
+        return *bad ? VERIFY_FREED_WRITE : VERIFY_SOUND;
+    }
+    *bad = canary_broken(h, tail_of(h));
+    return *bad ? VERIFY_OVERFLOW : VERIFY_SOUND;
+}
+
+/* The magic as loaded after everything read before it. */
+static uint64_t verify_magic_now(const debug_header_t *h)
+{
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&h->magic, memory_order_relaxed);
+}
+
+/* With other threads running, a block the pause does not cover (one of this
+ * page freed by another thread, or taken from a reuse cache) may change
+ * while it is checked, even into a new block at the same address (its
+ * magic then reads the same). So a finding counts only if the magic held
+ * across the check, and a second check, after the magic read again, finds
+ * the same fault: a new block's magic is stored only once it is whole. */
 static void verify_block(verify_t *v, debug_header_t *h)
 {
-    bool live = h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h);
-    bool freed = h->magic == (DEBUG_MAGIC_FREED ^ (uintptr_t)h);
+    uint64_t seen = atomic_load_explicit(&h->magic, memory_order_acquire);
+    bool live = seen == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h);
+    bool freed = seen == (DEBUG_MAGIC_FREED ^ (uintptr_t)h);
     if (!live && !freed)
-        return; /* a free block of the underlying allocator */
-    if (h->check != header_check(h) || h->offset < sizeof *h || h->offset > alloc_usable_size(h)) {
-        v->problems++;
+        return; /* a free block of the underlying allocator, or one being freed */
+    const uint8_t *bad;
+    int kind = verify_problem(h, freed, &bad);
+    if (kind == VERIFY_SOUND || verify_magic_now(h) != seen)
+        return;
+    if (verify_problem(h, freed, &bad) != kind || verify_magic_now(h) != seen)
+        return;
+    v->problems++;
+    if (kind == VERIFY_HEADER) {
         report("corrupted block header", (uint8_t *)h + sizeof *h, NULL,
                "found by ebb_debug_verify: a write before the block's start changed ebb's header");
-        return;
-    }
-    if (freed) {
-        const uint8_t *bad = freed_fill_broken(h, alloc_usable_size(h));
-        if (bad) {
-            v->problems++;
-            text_t t;
-            text_init(&t, -1);
-            describe_freed_write(&t, h, bad,
-                                 " changed while the block was in quarantine (found by "
-                                 "ebb_debug_verify)");
-            report("heap-use-after-free", user_of(h), h, text_cstr(&t));
-        }
-        return;
-    }
-    const uint8_t *bad = canary_broken(h, tail_of(h));
-    if (bad) {
-        v->problems++;
+    } else if (kind == VERIFY_FREED_WRITE) {
+        text_t t;
+        text_init(&t, -1);
+        describe_freed_write(&t, h, bad,
+                             " changed while the block was in quarantine (found by "
+                             "ebb_debug_verify)");
+        report("heap-use-after-free", user_of(h), h, text_cstr(&t));
+    } else {
         report_overflow(h, bad, "found by ebb_debug_verify");
     }
 }

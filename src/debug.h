@@ -9,6 +9,7 @@
 
 #define DEBUG_MAGIC_LIVE  0xEBBA110CA7EDB10Cull
 #define DEBUG_MAGIC_FREED 0xEBBF4EEDB10CF4EEull
+#define DEBUG_MAGIC_BUSY  0xEBBB05BB10CB05BBull /* being freed: fill under way */
 #define CANARY_BYTE       0xCB
 #define TAIL_MIN          16
 #define FILL_FULL_MAX     ((size_t)1 << 20)
@@ -16,7 +17,11 @@
 #define CANARY_CHECK_MAX  ((size_t)4 << 10)
 
 typedef struct debug_header_s {
-    uint64_t magic;      /* DEBUG_MAGIC_LIVE/FREED ^ the header's address */
+    /* DEBUG_MAGIC_LIVE/BUSY/FREED ^ the header's address; stored last
+     * (release) once a block's fills and canary are in place, so that
+     * ebb_debug_verify, which may run beside other threads, never judges a
+     * block half written (debug.c, verify_block). */
+    _Atomic(uint64_t) magic;
     uint64_t size;       /* requested */
     uint32_t offset;     /* user pointer - block start */
     uint32_t alloc_trace;
@@ -39,7 +44,7 @@ static inline uint8_t *user_of(debug_header_t *h)
 
 static inline bool debug_header_live(const debug_header_t *h)
 {
-    return h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h);
+    return atomic_load_explicit(&h->magic, memory_order_acquire) == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h);
 }
 
 /* A live block whose header no write has changed (its checksum holds, its
