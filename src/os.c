@@ -258,7 +258,9 @@ bool os_remap_inplace(void *p, size_t old_size, size_t new_size)
 {
     if (new_size > old_size && os_request_fails())
         return false;
+    int saved = errno; /* a refusal here is not the caller's failure */
     void *q = mremap(p, old_size, new_size, 0);
+    errno = saved;
     if (q == MAP_FAILED)
         return false;
     if (new_size > old_size)

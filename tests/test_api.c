@@ -17,6 +17,7 @@
 #include <malloc.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "ebb.h"
 
@@ -807,6 +808,33 @@ static void realloc_across_size_classes_preserves_contents(void)
     }
 }
 
+/* Review finding: a huge block that could not grow where it is (the pages
+ * after it taken) moved, and realloc succeeded with errno left at ENOMEM
+ * from the refused mremap. Here a page is mapped right after the block. */
+static void realloc_that_moves_a_huge_block_leaves_errno_alone(void)
+{
+    FOR_EACH_API(a) {
+        uint8_t *p = a->malloc_fn(3 * MiB);
+        REQUIRE(p, "%s malloc(3 MiB): expected a block", a->name);
+        check_fill(p, 3 * MiB, 5);
+        uint8_t *end = p + a->usable_fn(p);
+        void *blocker = mmap(end, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                             -1, 0);
+        REQUIRE(blocker == end, "%s: could not map a page right after the block at %p", a->name,
+                (void *)end);
+        errno = 0;
+        uint8_t *q = a->realloc_fn(p, 40 * MiB);
+        int e = errno;
+        REQUIRE(q, "%s realloc(3 MiB -> 40 MiB): expected a block", a->name);
+        CHECK(e == 0, "%s realloc(3 -> 40 MiB) succeeded but set errno to %d (%s)", a->name, e,
+              strerror(e));
+        size_t bad = check_verify(q, 3 * MiB, 5);
+        CHECK(bad == 3 * MiB, "%s realloc 3 -> 40 MiB: byte %zu changed", a->name, bad);
+        a->free_fn(q);
+        munmap(blocker, 4096);
+    }
+}
+
 static void realloc_huge_growth_8MiB_64MiB_512MiB_preserves_contents(void)
 {
     FOR_EACH_API(a) {
@@ -1249,6 +1277,7 @@ int main(void)
     RUN_CASE(realloc_within_usable_size_stays_in_place);
     RUN_CASE(realloc_across_size_classes_preserves_contents);
     RUN_CASE(realloc_huge_growth_8MiB_64MiB_512MiB_preserves_contents);
+    RUN_CASE(realloc_that_moves_a_huge_block_leaves_errno_alone);
     RUN_CASE(realloc_failure_keeps_old_block);
     RUN_CASE(malloc_usable_size_of_null_is_zero);
     RUN_CASE(free_of_null_does_nothing);
