@@ -2,6 +2,7 @@
  * option_table.c — every EBB_* variable: name, default, range, one line of
  * documentation. Read by options.c (the parser) and tools/ebbrun.c (--help).
  */
+#include <limits.h>
 #include <stddef.h>
 
 #include "options.h"
@@ -58,3 +59,23 @@ const option_desc_t option_table[OPT_COUNT] = {
                                  "exit status of a process whose leak report found lost "
                                  "blocks (0: unchanged)"},
 };
+
+bool option_parse_long(const char *s, long *out)
+{
+    bool neg = false;
+    if (*s == '-' || *s == '+')
+        neg = *s++ == '-';
+    if (*s == '\0')
+        return false;
+    unsigned long v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return false;
+        unsigned long digit = (unsigned long)(*s - '0');
+        if (v > ((unsigned long)LONG_MAX - digit) / 10)
+            return false;
+        v = v * 10 + digit;
+    }
+    *out = neg ? -(long)v : (long)v;
+    return true;
+}

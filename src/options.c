@@ -29,24 +29,6 @@ const char *option_get_text(option_id_t id)
     return option_texts[id];
 }
 
-/* Parse a decimal integer (optional sign); false if `s` is not one. */
-static bool parse_long(const char *s, long *out)
-{
-    bool neg = false;
-    if (*s == '-' || *s == '+')
-        neg = *s++ == '-';
-    if (*s == '\0')
-        return false;
-    unsigned long v = 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9' || v > 100000000000ul)
-            return false;
-        v = v * 10 + (unsigned long)(*s - '0');
-    }
-    *out = neg ? -(long)v : (long)v;
-    return true;
-}
-
 static void option_set_from_text(option_id_t id, const char *value)
 {
     const option_desc_t *d = &option_table[id];
@@ -65,7 +47,7 @@ static void option_set_from_text(option_id_t id, const char *value)
             }
         }
     } else {
-        ok = parse_long(value, &v) && v >= d->min && v <= d->max;
+        ok = option_parse_long(value, &v) && v >= d->min && v <= d->max;
     }
     if (ok) {
         option_values[id] = v;

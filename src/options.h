@@ -39,4 +39,9 @@ typedef struct option_desc_s {
 
 extern const option_desc_t option_table[OPT_COUNT];
 
+/* A decimal integer with an optional sign and nothing else (no spaces); false
+ * if `s` is not one or is beyond a long. The library and ebbrun both use it,
+ * so ebbrun accepts exactly what the library will. */
+bool option_parse_long(const char *s, long *out);
+
 #endif /* EBB_OPTIONS_H */

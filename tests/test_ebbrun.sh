@@ -164,6 +164,17 @@ rc=$?
 [ $rc -eq 2 ] || fail "ebbrun --purge-delay soon should exit 2; exited $rc"
 grep -q 'EBB_PURGE_DELAY=soon: expected a whole number from -1 to 3600000' "$TMP/r.err" ||
     fail "ebbrun should say why: $(cat "$TMP/r.err")"
+# Review findings: the library rejected EBB_DEBUG_QUARANTINE's own maximum
+# (2^40), and ebbrun accepted " 5" (strtol skips spaces), which the library
+# then rejected. Both now parse with option_parse_long (src/option_table.c).
+EBB_DEBUG_QUARANTINE=1099511627776 "$EBBRUN" -- true 2>"$TMP/q.err"
+grep -q 'EBB_DEBUG_QUARANTINE' "$TMP/q.err" &&
+    fail "EBB_DEBUG_QUARANTINE=2^40 is its documented maximum; got: $(cat "$TMP/q.err")"
+EBB_DEBUG_QUARANTINE=1099511627777 "$EBBRUN" -- true 2>"$TMP/q2.err"
+grep -q '^ebb: EBB_DEBUG_QUARANTINE=1099511627777: expected a whole number from 0 to 1099511627776' \
+    "$TMP/q2.err" || fail "2^40 + 1 should be reported out of range; got: $(cat "$TMP/q2.err")"
+"$EBBRUN" --purge-delay " 5" -- true 2>"$TMP/sp.err"
+[ $? -eq 2 ] || fail "ebbrun --purge-delay ' 5' should exit 2, as the library would reject it"
 "$EBBRUN" --set EBB_PURGE_METHOD=fast -- true 2>"$TMP/s.err"
 [ $? -eq 2 ] || fail "--set EBB_PURGE_METHOD=fast should exit 2"
 "$EBBRUN" --set EBB_WHATEVER=1 -- true 2>"$TMP/w.err"

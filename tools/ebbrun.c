@@ -95,10 +95,8 @@ static void option_check(const option_desc_t *d, const char *value)
                 return;
         die("%s=%s: not one of the accepted names", d->name, value);
     }
-    char *end;
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (*value == '\0' || *end != '\0' || errno != 0 || v < d->min || v > d->max) {
+    long v;
+    if (!option_parse_long(value, &v) || v < d->min || v > d->max) {
         char range[64];
         snprintf(range, sizeof range, "%ld to %ld", d->min, d->max);
         fprintf(stderr, "%s: %s=%s: expected a whole number from %s\n", prog, d->name, value, range);
