@@ -129,10 +129,7 @@ static void *alloc_generic(size_t size, size_t alignment, bool zero)
         errno = ENOMEM;
         return NULL;
     }
-    void *p = alloc_generic_in(heap, size, alignment, zero);
-    if (ebb_unlikely(tls.exited))
-        heap_late_done();
-    return p;
+    return alloc_generic_in(heap, size, alignment, zero);
 }
 
 void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero)

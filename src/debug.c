@@ -849,8 +849,6 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
         fill_past(user, size, copied, cfg.fill_alloc);
     canary_write(h);
     atomic_store_explicit(&h->magic, DEBUG_MAGIC_LIVE ^ (uintptr_t)h, memory_order_release);
-    if (ebb_unlikely(tls.exited))
-        heap_late_done(); /* a heap made after thread exit (heap.c) */
     return user;
 }
 

@@ -162,22 +162,65 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
     /* slow_count only grows, and scav_seen_* belong to the scavenger. */
 }
 
+/* ---------------------------------------------------------------------------
+ * Heaps of threads that died without handing them back. glibc runs pthread
+ * key destructors in at most PTHREAD_DESTRUCTOR_ITERATIONS rounds, ebb's
+ * (made at the first malloc) first in each. A destructor that runs after
+ * ebb's in the last round and allocates makes a heap no destructor hands back:
+ * it stays in use, its `busy` pointing into TLS that goes away with the
+ * thread (unmapped with its stack, if the program supplied the stack), its
+ * segments carrying the dead thread's id, which the next thread on the same
+ * stack gets again (and would take those segments for its own). So:
+ *   1. a thread making a heap first hands back every heap in use that carries
+ *      its id: that heap's thread is dead, and its TLS is now this thread's;
+ *   2. before the scavenger or the heap walk reads a heap's `busy`, it asks
+ *      the kernel whether the owner (owner_tid) still runs, and hands back,
+ *      unread, a heap whose owner is gone. (An owner that exits between the
+ *      question and the read still has its TLS: the program can unmap a
+ *      stack only once pthread_join has seen the thread gone.)
+ * ------------------------------------------------------------------------- */
+static void heap_hand_back_locked(heap_t *heap) /* under heap_pool_lock */
+{
+    lock_acquire(&heap->lock);
+    heap_collect_pages(heap, true);
+    segment_abandon_all(heap);
+    heap_reset(heap, 0);
+    heap->busy = NULL;
+    lock_release(&heap->lock);
+    heap_pool_put_locked(heap);
+}
+
+static bool heap_owner_gone(const heap_t *heap)
+{
+    return heap->busy != NULL && heap->owner_tid != 0 && !os_thread_alive(heap->owner_tid);
+}
+
+static void heaps_of_dead_thread_hand_back(uintptr_t thread_id)
+{
+    lock_acquire(&heap_pool_lock);
+    for (heap_t *h = heap_all; h; h = h->all_next)
+        if (h->in_use && h->thread_id == thread_id)
+            heap_hand_back_locked(h);
+    lock_release(&heap_pool_lock);
+}
+
 heap_t *heap_get_or_create(void)
 {
     process_init();
     if (tls.heap != &heap_empty)
         return tls.heap; /* created by a recursive call during initialization */
+    heaps_of_dead_thread_hand_back(thread_id_self());
     heap_t *heap = heap_pool_take();
     if (heap == NULL)
         return NULL;
     lock_acquire(&heap->lock); /* a forced pass may already look at it */
     heap_reset(heap, thread_id_self());
     heap->busy = &tls.busy;
+    heap->owner_tid = os_gettid();
     lock_release(&heap->lock);
     tls.heap = heap;
-    /* May allocate (glibc's second-level key array): tls.heap is set already.
-     * Not for a heap made after thread exit: heap_late_done hands it back. */
-    if (heap_key_ready && !tls.exited)
+    /* May allocate (glibc's second-level key array): tls.heap is set already. */
+    if (heap_key_ready)
         pthread_setspecific(heap_key, heap);
     return heap;
 }
@@ -187,62 +230,42 @@ heap_t *heap_create_debug(void)
     process_init();
     if (tls_debug_heap)
         return tls_debug_heap;
+    heaps_of_dead_thread_hand_back(thread_id_self() | THREAD_ID_DEBUG);
     heap_t *heap = heap_pool_take();
     if (heap == NULL)
         return NULL;
     lock_acquire(&heap->lock);
     heap_reset(heap, thread_id_self() | THREAD_ID_DEBUG);
     heap->busy = &tls.busy;
+    heap->owner_tid = os_gettid();
     lock_release(&heap->lock);
     tls_debug_heap = heap;
-    if (heap_key_ready && !tls.exited)
+    if (heap_key_ready)
         pthread_setspecific(heap_key, heap);
     return heap;
 }
 
 /* ---------------------------------------------------------------------------
  * Thread exit: free what is empty, abandon the rest for others to reclaim.
- *
- * glibc runs pthread key destructors in at most PTHREAD_DESTRUCTOR_ITERATIONS
- * rounds, ours usually first in each (its key is made at the first malloc).
- * A destructor that runs after ours and allocates gets a new heap, and ours
- * runs again in the next round; but after the last round there is none, and
- * that heap would stay in use forever, its `busy` pointing into TLS that goes
- * away with the thread (the scavenger read it there: a crash), its segments
- * carrying an id the next thread on the same stack shares. So once ours has
- * run (tls.exited), every heap the thread makes serves one allocation and is
- * handed back at once (heap_late_done): its blocks then lie in abandoned
- * segments, freed like any other thread's.
  * ------------------------------------------------------------------------- */
-static void heap_hand_back(heap_t *heap)
+static void heap_thread_done(void *arg)
 {
+    heap_t *heap = arg;
+    if (heap == NULL || (heap != tls.heap && heap != tls_debug_heap))
+        return;
     lock_acquire(&heap->lock);
     heap_collect_pages(heap, true);
     segment_abandon_all(heap);
     heap_reset(heap, 0);
     heap->busy = NULL; /* this thread's TLS goes away with it */
     lock_release(&heap->lock);
+    /* A destructor that runs after this one and allocates gets a new heap
+     * (and this destructor again in the next round). */
     tls.heap = &heap_empty;
     tls_debug_heap = NULL;
     lock_acquire(&heap_pool_lock);
     heap_pool_put_locked(heap);
     lock_release(&heap_pool_lock);
-}
-
-static void heap_thread_done(void *arg)
-{
-    heap_t *heap = arg;
-    if (heap == NULL || (heap != tls.heap && heap != tls_debug_heap))
-        return;
-    heap_hand_back(heap);
-    tls.exited = 1;
-}
-
-void heap_late_done(void)
-{
-    heap_t *heap = tls.heap != &heap_empty ? tls.heap : tls_debug_heap;
-    if (heap != NULL)
-        heap_hand_back(heap);
 }
 
 void ebb_collect(bool force)
@@ -348,6 +371,10 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
         int retained = atomic_exchange(&h->retained_pending, 0);
         if (!remote && !retained && !force)
             continue;
+        if (heap_owner_gone(h)) { /* its TLS may be gone: not quiesced, handed back */
+            heap_hand_back_locked(h);
+            continue;
+        }
         uint64_t count = atomic_load_explicit(&h->slow_count, memory_order_relaxed);
         if (count != h->scav_seen_count) {
             h->scav_seen_count = count;
@@ -392,7 +419,7 @@ void heap_for_each(void (*fn)(heap_t *h, bool paused, void *arg), void *arg, boo
         lock_acquire(&h->lock);
         /* Our own fast paths are not running; and an owner that cleared
          * `busy` has exited (it emptied the heap and never touches it again). */
-        bool own = h == tls.heap || h->busy == NULL;
+        bool own = h == tls.heap || h->busy == NULL || heap_owner_gone(h);
         bool paused = own;
         for (int tries = 0; pause && !own && !paused && tries < 50; tries++) {
             paused = heap_quiesce(h);
@@ -486,6 +513,8 @@ static void fork_child(void)
             segment_abandon_all(h);
             heap_reset(h, 0);
             heap_pool_put_locked(h);
+        } else if (h->in_use) {
+            h->owner_tid = os_gettid(); /* this thread has a new id in the child */
         }
     }
     lock_release(&heap_pool_lock);

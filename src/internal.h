@@ -435,6 +435,10 @@ typedef struct heap_s {
      * the owner's lock-free paths must not touch the heap (heap.c). */
     atomic_uchar *busy;
     atomic_int revoked;
+    /* The owner's kernel thread id (set at heap creation): the scavenger asks
+     * the kernel whether the owner still runs before it reads `busy` (heap.c,
+     * "Heaps of threads that died without handing them back"). */
+    int owner_tid;
     /* Segments this heap owns. */
     segment_t *segments;
     size_t segment_count;
@@ -580,6 +584,9 @@ int os_open_append(const char *path);
 void os_write_fd(int fd, const char *s, size_t len);
 void os_close(int fd);
 int os_getpid(void);
+int os_gettid(void);
+/* False once the thread `tid` of this process has exited. */
+bool os_thread_alive(int tid);
 /* Read up to cap bytes of a file; returns the count (0 on any error). */
 size_t os_read_file(const char *path, char *buf, size_t cap);
 unsigned long os_purge_calls(void);
@@ -753,7 +760,6 @@ extern page_t page_empty;
 typedef struct tls_s {
     heap_t *heap;     /* this thread's heap, or &heap_empty */
     atomic_uchar busy;
-    uint8_t exited;   /* its heap was handed back at thread exit (heap.c) */
 } tls_t;
 /* One TLS block, so the fast paths find both fields from one address. */
 extern __thread tls_t tls __attribute__((tls_model("initial-exec")));
@@ -772,9 +778,6 @@ static inline void busy_leave(void)
 /* The calling thread's heap, created (and the process initialized) on first
  * use. NULL only if no memory could be obtained for the heap itself. */
 heap_t *heap_get_or_create(void);
-/* After an allocation by a thread whose heap was already handed back at its
- * exit (tls.exited): hand back the heap that allocation made (heap.c). */
-void heap_late_done(void);
 /* Debug mode: the calling thread's debug heap (thread id | THREAD_ID_DEBUG),
  * kept here rather than in tls.heap so that malloc's fast path never runs. */
 extern __thread heap_t *tls_debug_heap __attribute__((tls_model("initial-exec")));

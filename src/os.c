@@ -127,6 +127,19 @@ int os_getpid(void)
     return (int)getpid();
 }
 
+int os_gettid(void)
+{
+    return (int)syscall(SYS_gettid);
+}
+
+bool os_thread_alive(int tid)
+{
+    int saved = errno;
+    bool alive = syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
+    errno = saved;
+    return alive;
+}
+
 uint64_t os_now_ms(void)
 {
     struct timespec ts;

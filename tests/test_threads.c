@@ -803,26 +803,39 @@ static void bursts_with_idle_gaps_while_the_scavenger_visits(void)
           "%ld blocks failed to allocate or came back changed", atomic_load(&burst_failures));
 }
 
-/* Review finding: glibc runs pthread key destructors in at most
+/* Review findings: glibc runs pthread key destructors in at most
  * PTHREAD_DESTRUCTOR_ITERATIONS rounds, ebb's (made at the first malloc)
- * first in each. A program's destructor that allocates after ebb's in the
- * last round left a heap in use forever, its busy flag in the dead thread's
- * TLS: on a stack the program then unmapped, the scavenger crashed reading
- * it. Here the destructor re-arms itself and allocates in every round, on a
- * stack of our own that is unmapped after the join, several times over. */
+ * first in each. A destructor that allocates after ebb's in the last round
+ * (or whose thread never allocated before) makes a heap no destructor hands
+ * back, its busy flag in the dead thread's TLS: on a stack the program then
+ * unmapped, the scavenger and a forced collection crashed reading it. And
+ * allocations in later destructors must keep using one heap, not map a
+ * segment every few dozen. Each thread runs on a stack of our own, unmapped
+ * after the join. */
+enum { DTOR_EVERY_ROUND, DTOR_LAST_ROUND_ONLY, DTOR_MANY };
 static pthread_key_t dtor_key;
 static atomic_int dtor_calls;
+static int dtor_mode;
 
 static void allocating_destructor(void *value)
 {
     long round = (long)value;
-    void *p = A(malloc)(100 + (size_t)round * 1000);
-    if (p)
-        memset(p, 1, 100);
-    A(free)(p);
-    void *kept = A(malloc)(64); /* freed by nobody: lies in an abandoned segment */
-    (void)kept;
     atomic_fetch_add(&dtor_calls, 1);
+    if (dtor_mode == DTOR_MANY) {
+        for (int i = 0; i < 5000; i++) {
+            void *kept = A(malloc)(64); /* freed by nobody */
+            (void)kept;
+        }
+        return;
+    }
+    if (dtor_mode == DTOR_EVERY_ROUND || round >= PTHREAD_DESTRUCTOR_ITERATIONS) {
+        void *p = A(malloc)(100 + (size_t)round * 1000);
+        if (p)
+            memset(p, 1, 100);
+        A(free)(p);
+        void *kept = A(malloc)(64); /* freed by nobody: lies in a dead thread's heap */
+        (void)kept;
+    }
     if (round < PTHREAD_DESTRUCTOR_ITERATIONS + 2)
         pthread_setspecific(dtor_key, (void *)(round + 1));
 }
@@ -830,12 +843,30 @@ static void allocating_destructor(void *value)
 static void *arm_destructor(void *unused)
 {
     (void)unused;
-    A(free)(A(malloc)(32));
+    if (dtor_mode != DTOR_LAST_ROUND_ONLY) /* else this thread never allocates before */
+        A(free)(A(malloc)(32));
     pthread_setspecific(dtor_key, (void *)1);
     return NULL;
 }
 
-static void key_destructors_that_allocate_in_every_round_leave_no_heap_behind(void)
+static void run_on_own_stacks(int threads)
+{
+    size_t stack_size = 256 * KiB;
+    for (int i = 0; i < threads; i++) {
+        void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        REQUIRE(stack != MAP_FAILED, "mmap of a thread stack failed");
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstack(&attr, stack, stack_size);
+        pthread_t t;
+        REQUIRE(pthread_create(&t, &attr, arm_destructor, NULL) == 0, "pthread_create failed");
+        pthread_join(t, NULL);
+        pthread_attr_destroy(&attr);
+        munmap(stack, stack_size); /* its TLS goes with it */
+    }
+}
+
+static void key_destructors_that_allocate_leave_no_heap_behind(void)
 {
     enum { THREADS = 8 };
 #if THREAD_SANITIZED
@@ -848,36 +879,47 @@ static void key_destructors_that_allocate_in_every_round_leave_no_heap_behind(vo
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
     A(free)(A(malloc)(32)); /* ebb's key exists before ours */
     REQUIRE(pthread_key_create(&dtor_key, allocating_destructor) == 0, "pthread_key_create failed");
-    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
-    uint64_t alive0 = st.heaps_alive;
-    size_t stack_size = 256 * KiB;
-    for (int i = 0; i < THREADS; i++) {
-        void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        REQUIRE(stack != MAP_FAILED, "mmap of a thread stack failed");
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstack(&attr, stack, stack_size);
-        pthread_t t;
-        REQUIRE(pthread_create(&t, &attr, arm_destructor, NULL) == 0, "pthread_create failed");
-        pthread_join(t, NULL);
-        pthread_attr_destroy(&attr);
-        munmap(stack, stack_size); /* its TLS goes with it */
+    static const char *const names[] = {"allocating in every round", "allocating in the last round only"};
+    for (int mode = DTOR_EVERY_ROUND; mode <= DTOR_LAST_ROUND_ONLY; mode++) {
+        dtor_mode = mode;
+        atomic_store(&dtor_calls, 0);
+        A(malloc_trim)(0);
+        REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+        uint64_t alive0 = st.heaps_alive;
+        run_on_own_stacks(THREADS);
+        REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+        uint64_t alive1 = st.heaps_alive;
+        /* A forced pass visits every heap: it must not read the dead TLS. */
+        ebb_collect(true);
+        usleep(200 * 1000);
+        ebb_collect(true);
+        REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+        printf("    info: %s: %d destructor calls in %d threads; heaps alive %llu before, %llu "
+               "after the joins, %llu after a forced collection\n", names[mode],
+               atomic_load(&dtor_calls), THREADS, (unsigned long long)alive0,
+               (unsigned long long)alive1, (unsigned long long)st.heaps_alive);
+        CHECK(atomic_load(&dtor_calls) >= THREADS * PTHREAD_DESTRUCTOR_ITERATIONS,
+              "%s: the destructor should run %d times a thread; it ran %d times in all", names[mode],
+              PTHREAD_DESTRUCTOR_ITERATIONS, atomic_load(&dtor_calls));
+        CHECK(alive1 <= alive0 + 1, "%s: a thread that gets a dead thread's stack should hand "
+              "back that thread's heap: %llu alive after %d threads, %llu before", names[mode],
+              (unsigned long long)alive1, THREADS, (unsigned long long)alive0);
+        CHECK(st.heaps_alive == alive0, "%s: a forced collection should hand back the heaps of "
+              "dead threads: %llu alive, %llu before", names[mode],
+              (unsigned long long)st.heaps_alive, (unsigned long long)alive0);
     }
+    /* 5000 allocations in a later destructor: one heap, a segment or two. */
+    dtor_mode = DTOR_MANY;
+    A(malloc_trim)(0);
     REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
-    printf("    info: %d destructor calls in %d threads; heaps alive %llu (before: %llu)\n",
-           atomic_load(&dtor_calls), THREADS, (unsigned long long)st.heaps_alive,
-           (unsigned long long)alive0);
-    CHECK(atomic_load(&dtor_calls) >= THREADS * PTHREAD_DESTRUCTOR_ITERATIONS,
-          "the destructor should run %d times a thread; it ran %d times in all",
-          PTHREAD_DESTRUCTOR_ITERATIONS, atomic_load(&dtor_calls));
-    CHECK(st.heaps_alive == alive0,
-          "every heap the exited threads' destructors made should be handed back: %llu alive, "
-          "%llu before the threads", (unsigned long long)st.heaps_alive, (unsigned long long)alive0);
-    /* The scavenger visits heaps and abandoned segments: with a heap left
-     * behind it read the unmapped TLS. */
-    ebb_collect(true);
-    usleep(300 * 1000);
-    ebb_collect(true);
+    uint64_t segments0 = st.segments;
+    run_on_own_stacks(1);
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    printf("    info: 5000 x malloc(64) in a later destructor: segments %llu -> %llu\n",
+           (unsigned long long)segments0, (unsigned long long)st.segments);
+    CHECK(st.segments <= segments0 + 2, "5000 x malloc(64) in a destructor after ebb's should "
+          "fit in a segment or two; segments went from %llu to %llu",
+          (unsigned long long)segments0, (unsigned long long)st.segments);
     pthread_key_delete(dtor_key);
 }
 
@@ -894,6 +936,6 @@ int main(void)
     RUN_CASE(thread_that_only_frees_blocks_allocated_by_main);
     RUN_CASE(threads_exit_holding_blocks_that_others_free_later);
     RUN_CASE(bursts_with_idle_gaps_while_the_scavenger_visits);
-    RUN_CASE(key_destructors_that_allocate_in_every_round_leave_no_heap_behind);
+    RUN_CASE(key_destructors_that_allocate_leave_no_heap_behind);
     return check_finish();
 }
