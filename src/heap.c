@@ -179,9 +179,9 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
  *      question and the read still has its TLS: the program can unmap a
  *      stack only once pthread_join has seen the thread gone.)
  * ------------------------------------------------------------------------- */
-static void heap_hand_back_locked(heap_t *heap) /* under heap_pool_lock */
+/* Under heap_pool_lock and heap->lock, which this releases. */
+static void heap_hand_back_held(heap_t *heap)
 {
-    lock_acquire(&heap->lock);
     heap_collect_pages(heap, true);
     segment_abandon_all(heap);
     heap_reset(heap, 0);
@@ -190,6 +190,7 @@ static void heap_hand_back_locked(heap_t *heap) /* under heap_pool_lock */
     heap_pool_put_locked(heap);
 }
 
+/* Under heap->lock. */
 static bool heap_owner_gone(const heap_t *heap)
 {
     return heap->busy != NULL && heap->owner_tid != 0 && !os_thread_alive(heap->owner_tid);
@@ -198,9 +199,15 @@ static bool heap_owner_gone(const heap_t *heap)
 static void heaps_of_dead_thread_hand_back(uintptr_t thread_id)
 {
     lock_acquire(&heap_pool_lock);
-    for (heap_t *h = heap_all; h; h = h->all_next)
-        if (h->in_use && h->thread_id == thread_id)
-            heap_hand_back_locked(h);
+    for (heap_t *h = heap_all; h; h = h->all_next) {
+        if (!h->in_use)
+            continue;
+        lock_acquire(&h->lock);
+        if (h->thread_id == thread_id)
+            heap_hand_back_held(h);
+        else
+            lock_release(&h->lock);
+    }
     lock_release(&heap_pool_lock);
 }
 
@@ -371,10 +378,6 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
         int retained = atomic_exchange(&h->retained_pending, 0);
         if (!remote && !retained && !force)
             continue;
-        if (heap_owner_gone(h)) { /* its TLS may be gone: not quiesced, handed back */
-            heap_hand_back_locked(h);
-            continue;
-        }
         uint64_t count = atomic_load_explicit(&h->slow_count, memory_order_relaxed);
         if (count != h->scav_seen_count) {
             h->scav_seen_count = count;
@@ -383,6 +386,10 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
         bool idle = force || now_ms - h->scav_seen_ms >= idle_ms;
         bool done = false;
         if (idle && lock_try_acquire(&h->lock)) {
+            if (heap_owner_gone(h)) { /* its TLS may be gone: handed back, not quiesced */
+                heap_hand_back_held(h);
+                continue;
+            }
             if (heap_quiesce(h)) {
                 heap_collect_pages(h, true);
                 segment_release_empty(h); /* an idle thread keeps no header either */
