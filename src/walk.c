@@ -48,8 +48,11 @@ static void visit_block(walk_t *w, void *block, size_t size)
     w->on_block(block, size, w->arg);
 }
 
-/* The most blocks a small page holds (16-byte blocks in one slice). */
-#define PAGE_BLOCKS_MAX (SLICE_SIZE / MIN_ALIGN)
+/* The most blocks a small page holds: 16-byte blocks in a page of the most
+ * slices (a wide page an emptied class kept can go to the 16-byte class,
+ * page_take_retained). The walk skipped such pages' blocks when this was one
+ * slice's worth. */
+#define PAGE_BLOCKS_MAX (PAGE_MAX_SLICES * SLICE_SIZE / MIN_ALIGN)
 
 /* Mark the blocks on one free list in `is_free`; stops at anything that is not
  * a block of this page (a corrupted link must not send the walk astray). */

@@ -814,14 +814,29 @@ static void realloc_across_size_classes_preserves_contents(void)
 static void realloc_that_moves_a_huge_block_leaves_errno_alone(void)
 {
     FOR_EACH_API(a) {
-        uint8_t *p = a->malloc_fn(3 * MiB);
-        REQUIRE(p, "%s malloc(3 MiB): expected a block", a->name);
+        /* A 3 MiB block whose next page we can take (else try another,
+         * keeping the first so that the next lies elsewhere). */
+        uint8_t *held[8] = {0}, *p = NULL;
+        void *blocker = MAP_FAILED;
+        for (int k = 0; k < 8 && blocker == MAP_FAILED; k++) {
+            held[k] = a->malloc_fn(3 * MiB + (size_t)k * 65536);
+            REQUIRE(held[k], "%s malloc(3 MiB): expected a block", a->name);
+            uint8_t *end = held[k] + a->usable_fn(held[k]);
+            blocker = mmap(end, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                           -1, 0);
+            if (blocker != MAP_FAILED && blocker != end) {
+                munmap(blocker, 4096); /* an old kernel ignored the address */
+                blocker = MAP_FAILED;
+            }
+            if (blocker != MAP_FAILED) {
+                p = held[k];
+                held[k] = NULL;
+            }
+        }
+        for (int k = 0; k < 8; k++)
+            a->free_fn(held[k]);
+        REQUIRE(p != NULL, "%s: could not map a page right after any of 8 huge blocks", a->name);
         check_fill(p, 3 * MiB, 5);
-        uint8_t *end = p + a->usable_fn(p);
-        void *blocker = mmap(end, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-                             -1, 0);
-        REQUIRE(blocker == end, "%s: could not map a page right after the block at %p", a->name,
-                (void *)end);
         errno = 0;
         uint8_t *q = a->realloc_fn(p, 40 * MiB);
         int e = errno;

@@ -548,6 +548,61 @@ static void walk_agrees_with_snapshot_and_visits_every_live_block(void)
         free(held[i]);
 }
 
+/* Review finding: a thread that empties a wide page (one 30,000-byte block,
+ * 8 slices) and then allocates 10,000 blocks of 16 bytes gets them in that
+ * kept page, 32,768 blocks wide; the walk skipped every page of more than
+ * 4,096 blocks, and saw none of the 10,000. */
+enum { WIDE_SMALL = 10000 };
+static void *wide_blocks[WIDE_SMALL];
+static long wide_seen;
+
+static uintptr_t wide_lo, wide_hi;
+
+/* Every 16-byte block of that page is one of ours: the thread's 16-byte class
+ * used it alone. */
+static void count_wide_block(void *p, size_t usable, void *arg)
+{
+    (void)arg;
+    uintptr_t x = (uintptr_t)p;
+    if (usable == 16 && x >= wide_lo && x <= wide_hi)
+        wide_seen++;
+}
+
+static void *fill_a_wide_page(void *arg)
+{
+    (void)arg;
+    void *w = A(malloc)(30000);
+    if (w == NULL)
+        return NULL; /* then the 16-byte blocks are not on one page: the case says so */
+    memset(w, 1, 30000);
+    A(free)(w);
+    for (int i = 0; i < WIDE_SMALL; i++)
+        wide_blocks[i] = A(malloc)(16);
+    return NULL;
+}
+
+static void walk_visits_blocks_of_a_wide_page_taken_by_16_byte_blocks(void)
+{
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, fill_a_wide_page, NULL) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    wide_lo = UINTPTR_MAX, wide_hi = 0;
+    for (int i = 0; i < WIDE_SMALL; i++) {
+        REQUIRE(wide_blocks[i] != NULL, "malloc(16) failed");
+        uintptr_t x = (uintptr_t)wide_blocks[i];
+        wide_lo = x < wide_lo ? x : wide_lo;
+        wide_hi = x > wide_hi ? x : wide_hi;
+    }
+    CHECK(wide_hi - wide_lo < 8 * 65536, "the 16-byte blocks should share one wide page: they "
+          "span %zu bytes", (size_t)(wide_hi - wide_lo));
+    wide_seen = 0;
+    REQUIRE(ebb_heap_walk(NULL, count_wide_block, NULL) == 0, "ebb_heap_walk failed");
+    CHECK(wide_seen == WIDE_SMALL, "the walk should visit all %d 16-byte blocks; it visited %ld",
+          WIDE_SMALL, wide_seen);
+    for (int i = 0; i < WIDE_SMALL; i++)
+        A(free)(wide_blocks[i]);
+}
+
 /* ---------------------------------------------------------------------------
  * glibc's mallinfo2, as programs read it: in use = uordblks + hblkhd.
  * ------------------------------------------------------------------------- */
@@ -621,6 +676,7 @@ int main(void)
     RUN_CASE(live_bytes_follow_malloc_and_free_exactly);
     RUN_CASE(cross_thread_frees_show_as_pending_not_live);
     RUN_CASE(walk_agrees_with_snapshot_and_visits_every_live_block);
+    RUN_CASE(walk_visits_blocks_of_a_wide_page_taken_by_16_byte_blocks);
     RUN_CASE(mallinfo2_reports_what_is_in_use);
 #endif
     RUN_CASE(live_bytes_return_to_start_after_a_concurrent_stress);
