@@ -173,11 +173,14 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
  * stack gets again (and would take those segments for its own). So:
  *   1. a thread making a heap first hands back every heap in use that carries
  *      its id: that heap's thread is dead, and its TLS is now this thread's;
- *   2. before the scavenger or the heap walk reads a heap's `busy`, it asks
- *      the kernel whether the owner (owner_tid) still runs, and hands back,
- *      unread, a heap whose owner is gone. (An owner that exits between the
- *      question and the read still has its TLS: the program can unmap a
- *      stack only once pthread_join has seen the thread gone.)
+ *   2. the scavenger reads a heap's `busy` without faulting (os_read_byte):
+ *      TLS that is gone reads as not busy. A heap it quiesced whose owner
+ *      the kernel no longer knows (owner_tid, in this process: owner_pid)
+ *      is handed back. (A tid the kernel gave to a new thread makes the
+ *      heap look alive: it is only collected, as any idle heap.)
+ *   3. a thread with no heap whose free finds a segment with its own id (the
+ *      dead thread's) hands such heaps back (page_free_local_slow), instead
+ *      of treating the page as a page of heap_empty.
  * ------------------------------------------------------------------------- */
 /* Under heap_pool_lock and heap->lock, which this releases. */
 static void heap_hand_back_held(heap_t *heap)
@@ -190,13 +193,15 @@ static void heap_hand_back_held(heap_t *heap)
     heap_pool_put_locked(heap);
 }
 
-/* Under heap->lock. */
+/* Under heap->lock. A heap made in another process (a child of a fork that
+ * ran no handler: _Fork, a raw clone) is never judged gone. */
 static bool heap_owner_gone(const heap_t *heap)
 {
-    return heap->busy != NULL && heap->owner_tid != 0 && !os_thread_alive(heap->owner_tid);
+    return heap->busy != NULL && heap->owner_tid != 0 && heap->owner_pid == os_getpid() &&
+           !os_thread_alive(heap->owner_tid);
 }
 
-static void heaps_of_dead_thread_hand_back(uintptr_t thread_id)
+void heaps_of_dead_thread_hand_back(uintptr_t thread_id)
 {
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h; h = h->all_next) {
@@ -224,6 +229,7 @@ heap_t *heap_get_or_create(void)
     heap_reset(heap, thread_id_self());
     heap->busy = &tls.busy;
     heap->owner_tid = os_gettid();
+    heap->owner_pid = os_getpid();
     lock_release(&heap->lock);
     tls.heap = heap;
     /* May allocate (glibc's second-level key array): tls.heap is set already. */
@@ -245,6 +251,7 @@ heap_t *heap_create_debug(void)
     heap_reset(heap, thread_id_self() | THREAD_ID_DEBUG);
     heap->busy = &tls.busy;
     heap->owner_tid = os_gettid();
+    heap->owner_pid = os_getpid();
     lock_release(&heap->lock);
     tls_debug_heap = heap;
     if (heap_key_ready)
@@ -355,7 +362,12 @@ static bool heap_quiesce(heap_t *h)
         atomic_store_explicit(&seg->thread_id, THREAD_ID_QUIESCED, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
     os_membarrier();
-    if (atomic_load_explicit(h->busy, memory_order_acquire)) {
+    /* First without faulting: the owner may have died with its TLS unmapped
+     * ("Heaps of threads that died", step 2), and then nobody is inside. */
+    uint8_t busy = 0;
+    if (os_read_byte(h->busy, &busy)) /* mapped: read it again as the protocol's acquire */
+        busy = atomic_load_explicit(h->busy, memory_order_acquire);
+    if (busy) {
         heap_unquiesce(h);
         return false;
     }
@@ -386,11 +398,11 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
         bool idle = force || now_ms - h->scav_seen_ms >= idle_ms;
         bool done = false;
         if (idle && lock_try_acquire(&h->lock)) {
-            if (heap_owner_gone(h)) { /* its TLS may be gone: handed back, not quiesced */
-                heap_hand_back_held(h);
-                continue;
-            }
             if (heap_quiesce(h)) {
+                if (heap_owner_gone(h)) { /* its thread died without handing it back */
+                    heap_hand_back_held(h);
+                    continue;
+                }
                 heap_collect_pages(h, true);
                 segment_release_empty(h); /* an idle thread keeps no header either */
                 heap_unquiesce(h);
@@ -426,7 +438,7 @@ void heap_for_each(void (*fn)(heap_t *h, bool paused, void *arg), void *arg, boo
         lock_acquire(&h->lock);
         /* Our own fast paths are not running; and an owner that cleared
          * `busy` has exited (it emptied the heap and never touches it again). */
-        bool own = h == tls.heap || h->busy == NULL || heap_owner_gone(h);
+        bool own = h == tls.heap || h->busy == NULL;
         bool paused = own;
         for (int tries = 0; pause && !own && !paused && tries < 50; tries++) {
             paused = heap_quiesce(h);
@@ -521,7 +533,8 @@ static void fork_child(void)
             heap_reset(h, 0);
             heap_pool_put_locked(h);
         } else if (h->in_use) {
-            h->owner_tid = os_gettid(); /* this thread has a new id in the child */
+            h->owner_tid = os_gettid(); /* this thread has new ids in the child */
+            h->owner_pid = os_getpid();
         }
     }
     lock_release(&heap_pool_lock);

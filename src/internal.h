@@ -438,7 +438,7 @@ typedef struct heap_s {
     /* The owner's kernel thread id (set at heap creation): the scavenger asks
      * the kernel whether the owner still runs before it reads `busy` (heap.c,
      * "Heaps of threads that died without handing them back"). */
-    int owner_tid;
+    int owner_tid, owner_pid;
     /* Segments this heap owns. */
     segment_t *segments;
     size_t segment_count;
@@ -587,6 +587,8 @@ int os_getpid(void);
 int os_gettid(void);
 /* False once the thread `tid` of this process has exited. */
 bool os_thread_alive(int tid);
+/* Read one byte at p without faulting: false if p is not mapped. */
+bool os_read_byte(const void *p, uint8_t *out);
 /* Read up to cap bytes of a file; returns the count (0 on any error). */
 size_t os_read_file(const char *path, char *buf, size_t cap);
 unsigned long os_purge_calls(void);
@@ -778,6 +780,9 @@ static inline void busy_leave(void)
 /* The calling thread's heap, created (and the process initialized) on first
  * use. NULL only if no memory could be obtained for the heap itself. */
 heap_t *heap_get_or_create(void);
+/* Hand back every heap in use that carries `thread_id`: its thread is dead,
+ * and the caller, on the same stack, has its id (heap.c). */
+void heaps_of_dead_thread_hand_back(uintptr_t thread_id);
 /* Debug mode: the calling thread's debug heap (thread id | THREAD_ID_DEBUG),
  * kept here rather than in tls.heap so that malloc's fast path never runs. */
 extern __thread heap_t *tls_debug_heap __attribute__((tls_model("initial-exec")));

@@ -13,6 +13,7 @@
 #include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +131,15 @@ int os_getpid(void)
 int os_gettid(void)
 {
     return (int)syscall(SYS_gettid);
+}
+
+bool os_read_byte(const void *p, uint8_t *out)
+{
+    int saved = errno;
+    struct iovec local = {out, 1}, remote = {(void *)p, 1};
+    bool ok = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1;
+    errno = saved;
+    return ok;
 }
 
 bool os_thread_alive(int tid)

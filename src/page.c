@@ -485,6 +485,14 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
  * scavenger takes it back once this thread stays idle for a purge delay. */
 void page_free_local_slow(heap_t *heap, page_t *page)
 {
+    if (ebb_unlikely(heap == &heap_empty)) {
+        /* No heap, yet the segment carries this thread's id: a dead thread's
+         * on the same stack left it (heap.c, "Heaps of threads that died",
+         * step 3). heap_empty is shared; hand that heap back instead. */
+        busy_leave();
+        heaps_of_dead_thread_hand_back(thread_id_self());
+        return;
+    }
     heap_note_slow(heap);
     if (page->used == 0 && page->kind == PAGE_SMALL) {
         unsigned cls = page->class_idx;

@@ -866,6 +866,47 @@ static void run_on_own_stacks(int threads)
     }
 }
 
+/* The same stack for a thread whose last-round destructor leaves a block in
+ * a heap nobody hands back, then for one whose first call frees that block:
+ * it has the dead thread's id, and its free used to treat the page as one of
+ * the shared heap_empty's (review finding). */
+static void *_Atomic leftover_block;
+
+static void leave_a_block(void *value)
+{
+    long round = (long)value;
+    if (round >= PTHREAD_DESTRUCTOR_ITERATIONS) {
+        atomic_store(&leftover_block, A(malloc)(64));
+        return;
+    }
+    pthread_setspecific(dtor_key, (void *)(round + 1));
+}
+
+static void *arm_leave_a_block(void *unused)
+{
+    (void)unused;
+    pthread_setspecific(dtor_key, (void *)1);
+    return NULL;
+}
+
+static void *free_the_leftover(void *unused)
+{
+    (void)unused;
+    A(free)(atomic_exchange(&leftover_block, NULL));
+    return NULL;
+}
+
+static void run_on_stack(void *stack, size_t size, void *(*fn)(void *))
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, stack, size);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, &attr, fn, NULL) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&attr);
+}
+
 static void key_destructors_that_allocate_leave_no_heap_behind(void)
 {
     enum { THREADS = 8 };
@@ -908,6 +949,33 @@ static void key_destructors_that_allocate_leave_no_heap_behind(void)
               "dead threads: %llu alive, %llu before", names[mode],
               (unsigned long long)st.heaps_alive, (unsigned long long)alive0);
     }
+    /* A dead thread's heap, then a thread on its stack whose first call is
+     * a free into it. */
+    pthread_key_t other;
+    REQUIRE(pthread_key_create(&other, leave_a_block) == 0, "pthread_key_create failed");
+    pthread_key_t saved = dtor_key;
+    dtor_key = other;
+    A(malloc_trim)(0);
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    uint64_t alive0 = st.heaps_alive;
+    size_t stack_size = 256 * KiB;
+    void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(stack != MAP_FAILED, "mmap of a thread stack failed");
+    run_on_stack(stack, stack_size, arm_leave_a_block);
+    REQUIRE(atomic_load(&leftover_block) != NULL, "the last-round destructor should have allocated");
+    run_on_stack(stack, stack_size, free_the_leftover);
+    munmap(stack, stack_size);
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    if (st.debug_mode) { /* a debug free does not go by the thread id: the scavenger's turn */
+        ebb_collect(true);
+        REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    }
+    printf("    info: a free into a dead thread's heap by the next thread on its stack: heaps alive "
+           "%llu (before: %llu)\n", (unsigned long long)st.heaps_alive, (unsigned long long)alive0);
+    CHECK(st.heaps_alive == alive0, "the free should hand the dead thread's heap back: %llu alive, "
+          "%llu before", (unsigned long long)st.heaps_alive, (unsigned long long)alive0);
+    pthread_key_delete(other);
+    dtor_key = saved;
     /* 5000 allocations in a later destructor: one heap, a segment or two. */
     dtor_mode = DTOR_MANY;
     A(malloc_trim)(0);
