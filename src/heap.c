@@ -173,8 +173,8 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
  * stack gets again (and would take those segments for its own). So:
  *   1. a thread making a heap first hands back every heap in use that carries
  *      its id: that heap's thread is dead, and its TLS is now this thread's;
- *   2. the scavenger reads a heap's `busy` without faulting (os_read_byte):
- *      TLS that is gone reads as not busy. A heap it quiesced whose owner
+ *   2. the scavenger first asks, without faulting, whether a heap's `busy`
+ *      is still mapped (os_unmapped): TLS that is gone counts as not busy. A heap it quiesced whose owner
  *      the kernel no longer knows (owner_tid, in this process: owner_pid)
  *      is handed back. (A tid the kernel gave to a new thread makes the
  *      heap look alive: it is only collected, as any idle heap.)
@@ -362,12 +362,9 @@ static bool heap_quiesce(heap_t *h)
         atomic_store_explicit(&seg->thread_id, THREAD_ID_QUIESCED, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
     os_membarrier();
-    /* First without faulting: the owner may have died with its TLS unmapped
-     * ("Heaps of threads that died", step 2), and then nobody is inside. */
-    uint8_t busy = 0;
-    if (os_read_byte(h->busy, &busy)) /* mapped: read it again as the protocol's acquire */
-        busy = atomic_load_explicit(h->busy, memory_order_acquire);
-    if (busy) {
+    /* The owner may have died with its TLS unmapped ("Heaps of threads that
+     * died", step 2): then nobody is inside. */
+    if (!os_unmapped(h->busy) && atomic_load_explicit(h->busy, memory_order_acquire)) {
         heap_unquiesce(h);
         return false;
     }

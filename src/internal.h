@@ -435,9 +435,10 @@ typedef struct heap_s {
      * the owner's lock-free paths must not touch the heap (heap.c). */
     atomic_uchar *busy;
     atomic_int revoked;
-    /* The owner's kernel thread id (set at heap creation): the scavenger asks
-     * the kernel whether the owner still runs before it reads `busy` (heap.c,
-     * "Heaps of threads that died without handing them back"). */
+    /* The owner's kernel thread and process ids (set at heap creation): the
+     * scavenger asks the kernel whether the owner still runs before it hands
+     * back a heap it quiesced (heap.c, "Heaps of threads that died without
+     * handing them back"). */
     int owner_tid, owner_pid;
     /* Segments this heap owns. */
     segment_t *segments;
@@ -587,8 +588,9 @@ int os_getpid(void);
 int os_gettid(void);
 /* False once the thread `tid` of this process has exited. */
 bool os_thread_alive(int tid);
-/* Read one byte at p without faulting: false if p is not mapped. */
-bool os_read_byte(const void *p, uint8_t *out);
+/* True if the byte at p is known not to be mapped (asked without faulting;
+ * false where the system refuses to say, e.g. a seccomp filter). */
+bool os_unmapped(const void *p);
 /* Read up to cap bytes of a file; returns the count (0 on any error). */
 size_t os_read_file(const char *path, char *buf, size_t cap);
 unsigned long os_purge_calls(void);

@@ -133,13 +133,14 @@ int os_gettid(void)
     return (int)syscall(SYS_gettid);
 }
 
-bool os_read_byte(const void *p, uint8_t *out)
+bool os_unmapped(const void *p)
 {
     int saved = errno;
-    struct iovec local = {out, 1}, remote = {(void *)p, 1};
-    bool ok = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1;
+    uint8_t byte;
+    struct iovec local = {&byte, 1}, remote = {(void *)p, 1};
+    bool unmapped = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) < 0 && errno == EFAULT;
     errno = saved;
-    return ok;
+    return unmapped;
 }
 
 bool os_thread_alive(int tid)
