@@ -798,7 +798,7 @@ void trace_fork_done(void)
 void trace_fork_child(void)
 {
     atomic_store_explicit(&forked_child, true, memory_order_relaxed);
-    atomic_store(&fork_waiting, false);
+    trace_fork_done();
 }
 
 /* The trace from the mark: the fast walk, else libgcc's unwinder. */

@@ -849,19 +849,24 @@ static void *arm_destructor(void *unused)
     return NULL;
 }
 
+static void run_on_stack(void *stack, size_t size, void *(*fn)(void *))
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, stack, size);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, &attr, fn, NULL) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&attr);
+}
+
 static void run_on_own_stacks(int threads)
 {
     size_t stack_size = 256 * KiB;
     for (int i = 0; i < threads; i++) {
         void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         REQUIRE(stack != MAP_FAILED, "mmap of a thread stack failed");
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstack(&attr, stack, stack_size);
-        pthread_t t;
-        REQUIRE(pthread_create(&t, &attr, arm_destructor, NULL) == 0, "pthread_create failed");
-        pthread_join(t, NULL);
-        pthread_attr_destroy(&attr);
+        run_on_stack(stack, stack_size, arm_destructor);
         munmap(stack, stack_size); /* its TLS goes with it */
     }
 }
@@ -894,17 +899,6 @@ static void *free_the_leftover(void *unused)
     (void)unused;
     A(free)(atomic_exchange(&leftover_block, NULL));
     return NULL;
-}
-
-static void run_on_stack(void *stack, size_t size, void *(*fn)(void *))
-{
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstack(&attr, stack, size);
-    pthread_t t;
-    REQUIRE(pthread_create(&t, &attr, fn, NULL) == 0, "pthread_create failed");
-    pthread_join(t, NULL);
-    pthread_attr_destroy(&attr);
 }
 
 static void key_destructors_that_allocate_leave_no_heap_behind(void)
