@@ -683,6 +683,9 @@ void purge_inject_start_delay(long ms);
  * its segments, a reclaimed abandoned one, the cache, or a new mapping. Returns
  * the first slice's descriptor, not yet initialized, or NULL (out of memory). */
 page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices);
+/* Take the first abandoned segment into `heap` and adopt its small pages into
+ * the heap's queues. False if none is abandoned. */
+bool segment_reclaim_one(heap_t *heap);
 /* Return a page's slices to its segment (any thread may call this for a large
  * page; small pages only by their owner). */
 void segment_free_run(page_t *page);

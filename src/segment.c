@@ -720,6 +720,11 @@ static segment_t *segment_reclaim(heap_t *heap)
     return seg;
 }
 
+bool segment_reclaim_one(heap_t *heap)
+{
+    return segment_reclaim(heap) != NULL;
+}
+
 /* A large page freed by a thread that is not its segment's owner. */
 void segment_free_large_remote(segment_t *seg, page_t *page)
 {
