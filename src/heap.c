@@ -173,10 +173,10 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
  * stack gets again (and would take those segments for its own). So:
  *   1. a thread making a heap first hands back every heap in use that carries
  *      its id: that heap's thread is dead, and its TLS is now this thread's;
- *   2. the scavenger first asks, without faulting, whether a heap's `busy`
- *      is still mapped (os_unmapped): TLS that is gone counts as not busy. A heap it quiesced whose owner
- *      the kernel no longer knows (owner_tid, in this process: owner_pid)
- *      is handed back. (A tid the kernel gave to a new thread makes the
+ *   2. the scavenger reads a heap's `busy` through the kernel, without
+ *      faulting (os_peek_byte): TLS that is gone counts as not busy. A heap
+ *      it quiesced whose owner the kernel no longer knows (owner_tid, in this
+ *      process: owner_pid) is handed back. (A tid the kernel gave to a new thread makes the
  *      heap look alive: it is only collected, as any idle heap.)
  *   3. a thread with no heap whose free finds a segment with its own id (the
  *      dead thread's) hands such heaps back (page_free_local_slow), instead
@@ -363,8 +363,19 @@ static bool heap_quiesce(heap_t *h)
     atomic_thread_fence(memory_order_seq_cst);
     os_membarrier();
     /* The owner may have died with its TLS unmapped ("Heaps of threads that
-     * died", step 2): then nobody is inside. */
-    if (!os_unmapped(h->busy) && atomic_load_explicit(h->busy, memory_order_acquire)) {
+     * died", step 2): then nobody is inside. The byte the kernel read is the
+     * one judged: loading it again could fault if the TLS went in between. */
+    uint8_t busy;
+    int peek = os_peek_byte(h->busy, &busy);
+    if (peek == 0)
+        return true;
+    if (peek < 0) {
+        busy = atomic_load_explicit(h->busy, memory_order_acquire);
+    } else {
+        atomic_thread_fence(memory_order_acquire);
+        ebb_tsan_acquire(h->busy);
+    }
+    if (busy) {
         heap_unquiesce(h);
         return false;
     }

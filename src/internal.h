@@ -63,6 +63,23 @@
 #define ebb_cold_bss
 #endif
 
+/* Tell ThreadSanitizer that the calling thread acquires what was released at
+ * `addr`: for a value read through the kernel (os_peek_byte), which the
+ * sanitizer does not see. Nothing in other builds. */
+#if defined(__SANITIZE_THREAD__)
+#define EBB_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define EBB_TSAN 1
+#endif
+#endif
+#ifdef EBB_TSAN
+void __tsan_acquire(void *addr);
+#define ebb_tsan_acquire(addr) __tsan_acquire((void *)(addr))
+#else
+#define ebb_tsan_acquire(addr) ((void)0)
+#endif
+
 /* ---------------------------------------------------------------------------
  * Constants that shape the design
  * ------------------------------------------------------------------------- */
@@ -588,9 +605,9 @@ int os_getpid(void);
 int os_gettid(void);
 /* False once the thread `tid` of this process has exited. */
 bool os_thread_alive(int tid);
-/* True if the byte at p is known not to be mapped (asked without faulting;
- * false where the system refuses to say, e.g. a seccomp filter). */
-bool os_unmapped(const void *p);
+/* Read the byte at p without faulting: 1 and *out set if it is mapped, 0 if
+ * it is known not to be, -1 if the system refuses to say (a seccomp filter). */
+int os_peek_byte(const void *p, uint8_t *out);
 /* Read up to cap bytes of a file; returns the count (0 on any error). */
 size_t os_read_file(const char *path, char *buf, size_t cap);
 unsigned long os_purge_calls(void);

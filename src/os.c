@@ -133,14 +133,15 @@ int os_gettid(void)
     return (int)syscall(SYS_gettid);
 }
 
-bool os_unmapped(const void *p)
+int os_peek_byte(const void *p, uint8_t *out)
 {
     int saved = errno;
-    uint8_t byte;
-    struct iovec local = {&byte, 1}, remote = {(void *)p, 1};
-    bool unmapped = process_vm_readv(getpid(), &local, 1, &remote, 1, 0) < 0 && errno == EFAULT;
+    struct iovec local = {out, 1}, remote = {(void *)p, 1};
+    int result = 1;
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1)
+        result = errno == EFAULT ? 0 : -1;
     errno = saved;
-    return unmapped;
+    return result;
 }
 
 bool os_thread_alive(int tid)
