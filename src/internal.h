@@ -176,10 +176,14 @@ void __tsan_acquire(void *addr);
  * faults fresh pages in at the next bigger request. */
 #define HUGE_TAKE_SLACK_DIV 2
 
-/* When a thread needs a new segment it reclaims at most this many abandoned
- * segments per request before mapping a fresh one, so a long list of full
- * abandoned segments cannot make one malloc slow. */
-#define RECLAIM_MAX_PER_REQUEST 8
+/* A reclaim takes an abandoned segment that can serve the request (a page of
+ * the class with room, or a free run of the slices wanted), looking at most at
+ * this many from the front of the list: a long list of full abandoned
+ * segments cannot make one malloc slow. Full segments go to the back. */
+#define RECLAIM_SCAN_MAX 64
+/* And at most this many reclaims per request before mapping a fresh segment
+ * (a claim can still fail when a purge pass holds the slices for a moment). */
+#define RECLAIM_MAX_PER_REQUEST 4
 
 /* ---------------------------------------------------------------------------
  * What ebb keeps after the program freed it, and for how long. Every free
@@ -334,6 +338,12 @@ typedef struct segment_s {
     /* Never changes after setup. */
     uint32_t kind;
     uint32_t in_abandoned; /* under abandoned_lock: on the abandoned list */
+    /* Set as the segment goes on the abandoned list (segment.c,
+     * abandoned_push): bit c = a small page of class c had room then. A page
+     * of an abandoned segment only gains room (remote frees), so a reclaim
+     * for class c takes a segment with bit c set (stale only if the
+     * scavenger has since freed that page). */
+    uint64_t abandoned_room;
     /* Huge mappings only (constant except under realloc by the block's owner,
      * i.e. whoever holds the pointer): mapping size, block offset, alignment. */
     size_t map_size;
@@ -700,9 +710,10 @@ void purge_inject_start_delay(long ms);
  * its segments, a reclaimed abandoned one, the cache, or a new mapping. Returns
  * the first slice's descriptor, not yet initialized, or NULL (out of memory). */
 page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices);
-/* Take the first abandoned segment into `heap` and adopt its small pages into
- * the heap's queues. False if none is abandoned. */
-bool segment_reclaim_one(heap_t *heap);
+/* Take into `heap` an abandoned segment with a page of class `cls` that had
+ * room, and adopt its small pages into the heap's queues. False if none of the
+ * first RECLAIM_SCAN_MAX abandoned segments has one. */
+bool segment_reclaim_for_class(heap_t *heap, unsigned cls);
 /* Return a page's slices to its segment (any thread may call this for a large
  * page; small pages only by their owner). */
 void segment_free_run(page_t *page);

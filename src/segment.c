@@ -49,7 +49,7 @@ static lock_t abandoned_lock = LOCK_INIT; /* the abandoned list, in_abandoned */
 static lock_t cache_lock = LOCK_INIT;     /* the segment cache */
 static lock_t segments_lock = LOCK_INIT;  /* the list of all segments */
 
-static segment_t *abandoned_first;
+static segment_t *abandoned_first, *abandoned_last;
 static segment_t *cache[SEGMENT_CACHE_MAX];
 static size_t cache_count;
 /* Under cache_lock: free segments beyond the cache, oldest first, linked
@@ -593,14 +593,45 @@ void segment_hand_off(heap_t *heap, segment_t *seg)
 /* ---------------------------------------------------------------------------
  * Abandonment and reclaim
  * ------------------------------------------------------------------------- */
-static void abandoned_push_locked(segment_t *seg)
+/* The classes with a small page that has room in `seg`, which nobody owns
+ * (its pages' fields are stable: other threads only push remote frees). */
+static uint64_t segment_room_mask(const segment_t *seg)
+{
+    uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
+    uint64_t room = 0;
+    for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
+        const page_t *page = &seg->pages[i];
+        if (!((free_mask >> i) & 1) && seg->slice_offset[i] == 0 && page->kind == PAGE_SMALL &&
+            page->used < page->reserved)
+            room |= (uint64_t)1 << page->class_idx;
+    }
+    return room;
+}
+
+/* Put `seg` on the abandoned list with its room mask (computed by the caller,
+ * outside the lock): at the front if it can serve a reclaim, else at the
+ * back, so that reclaims looking at the front find room (a thread that
+ * reclaimed full segments and mapped a new one used to put the new one behind
+ * them, and the next thread mapped another: about one segment per thread). */
+static void abandoned_push_locked(segment_t *seg, uint64_t room)
 {
     seg->in_abandoned = 1;
-    seg->prev = NULL;
-    seg->next = abandoned_first;
-    if (abandoned_first)
-        abandoned_first->prev = seg;
-    abandoned_first = seg;
+    seg->abandoned_room = room;
+    bool useful = room != 0 || atomic_load_explicit(&seg->free_slices, memory_order_relaxed) != 0;
+    if (useful || abandoned_first == NULL) {
+        seg->prev = NULL;
+        seg->next = abandoned_first;
+        if (abandoned_first)
+            abandoned_first->prev = seg;
+        else
+            abandoned_last = seg;
+        abandoned_first = seg;
+    } else {
+        seg->next = NULL;
+        seg->prev = abandoned_last;
+        abandoned_last->next = seg;
+        abandoned_last = seg;
+    }
 }
 
 void segment_abandon_all(heap_t *heap)
@@ -616,9 +647,10 @@ void segment_abandon_all(heap_t *heap)
             for (size_t i = 1; i < SLICES_PER_SEGMENT; i++)
                 atomic_store_explicit(&seg->pages[i].heap, NULL, memory_order_relaxed);
             seg->heap = NULL;
+            uint64_t room = segment_room_mask(seg);
             lock_acquire(&abandoned_lock);
             atomic_store_explicit(&seg->thread_id, 0, memory_order_release);
-            abandoned_push_locked(seg);
+            abandoned_push_locked(seg, room);
             lock_release(&abandoned_lock);
             abandoned_any = true;
         }
@@ -636,6 +668,8 @@ static void abandoned_unlink(segment_t *seg)
         abandoned_first = seg->next;
     if (seg->next)
         seg->next->prev = seg->prev;
+    else
+        abandoned_last = seg->prev;
     seg->next = seg->prev = NULL;
     seg->in_abandoned = 0;
 }
@@ -689,21 +723,40 @@ void segment_abandoned_collect(bool force)
         if (empty)
             segment_release(seg);
     }
-    /* Put back the segments that still hold live blocks. */
-    lock_acquire(&abandoned_lock);
+    /* Put back the segments that still hold live blocks, with their room as
+     * the collection left it. */
     while (done) {
         segment_t *seg = done;
         done = seg->next;
-        abandoned_push_locked(seg);
+        uint64_t room = segment_room_mask(seg);
+        lock_acquire(&abandoned_lock);
+        abandoned_push_locked(seg, room);
+        lock_release(&abandoned_lock);
     }
-    lock_release(&abandoned_lock);
 }
 
-/* Take one abandoned segment into `heap` and adopt its pages. */
-static segment_t *segment_reclaim(heap_t *heap)
+static bool segment_can_serve(const segment_t *seg, unsigned cls, size_t count, size_t align)
+{
+    if (cls < CLASS_COUNT)
+        return (seg->abandoned_room >> cls) & 1;
+    uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_relaxed);
+    return slices_runs(free_mask, count, align) != 0;
+}
+
+/* Take into `heap` the first of the first RECLAIM_SCAN_MAX abandoned segments
+ * that has room for class `cls` (cls < CLASS_COUNT) or, for cls ==
+ * CLASS_COUNT, a free run of `count` slices aligned to `align`; adopt its
+ * small pages. NULL if none. */
+static segment_t *segment_reclaim(heap_t *heap, unsigned cls, size_t count, size_t align)
 {
     lock_acquire(&abandoned_lock);
     segment_t *seg = abandoned_first;
+    for (int n = 0; seg && !segment_can_serve(seg, cls, count, align); seg = seg->next) {
+        if (++n == RECLAIM_SCAN_MAX) {
+            seg = NULL;
+            break;
+        }
+    }
     if (seg) {
         abandoned_unlink(seg);
         heap_segment_push(heap, seg); /* thread_id set under the lock */
@@ -720,9 +773,9 @@ static segment_t *segment_reclaim(heap_t *heap)
     return seg;
 }
 
-bool segment_reclaim_one(heap_t *heap)
+bool segment_reclaim_for_class(heap_t *heap, unsigned cls)
 {
-    return segment_reclaim(heap) != NULL;
+    return segment_reclaim(heap, cls, 0, 0) != NULL;
 }
 
 /* A large page freed by a thread that is not its segment's owner. */
@@ -798,7 +851,7 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
         }
     }
     for (int i = 0; i < RECLAIM_MAX_PER_REQUEST; i++) {
-        segment_t *seg = segment_reclaim(heap);
+        segment_t *seg = segment_reclaim(heap, CLASS_COUNT, count, align_slices);
         if (seg == NULL)
             break;
         int idx = segment_claim_slices(seg, count, align_slices, false);
