@@ -581,26 +581,37 @@ void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandon
         segment_free_large_remote(seg, page);
         return;
     }
-    /* Read before the push: once our block is on the list the page may be
-     * emptied and freed, and its segment unmapped, by another thread. */
+    /* Read the heap before the push: once our block is on the list the page
+     * may be emptied and freed, and its segment unmapped, by another thread.
+     * And read it after the list word, again after every failed CAS: a thread
+     * that reclaims the segment sets page->heap and then may mark the page
+     * full (step 1, acq_rel), so a freer that sees the bit (acquire) sees
+     * that heap. Reading the heap first, a freer could find it NULL (still
+     * abandoned), then push onto the bit the reclaimer had just set, and tell
+     * nobody: the page stayed on the full list with free blocks (review
+     * finding, from the code). Step 2 of the full-page protocol. Release: the
+     * owner that takes the list must see the block's link. */
+    uintptr_t old = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
     heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
-    /* Step 2 of the full-page protocol. Release: the owner that takes the list
-     * must see the block's link. */
-    uintptr_t old = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
-    do {
+    for (;;) {
         block->next = (block_t *)(old & ~XTHREAD_IN_FULL);
-    } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &old,
-                                                    (uintptr_t)block | (old & XTHREAD_IN_FULL),
-                                                    memory_order_release, memory_order_relaxed));
+        if (atomic_compare_exchange_weak_explicit(&page->xthread_free, &old,
+                                                  (uintptr_t)block | (old & XTHREAD_IN_FULL),
+                                                  memory_order_release, memory_order_acquire))
+            break;
+        heap = atomic_load_explicit(&page->heap, memory_order_acquire);
+    }
     if ((old & ~XTHREAD_IN_FULL) != 0)
         return; /* not the first: whoever pushed the first one did the rest */
     if (old == XTHREAD_IN_FULL && heap)
         atomic_store_explicit(&heap->xfull_pending, 1, memory_order_release);
     /* The first remote block on this page since its last collection: if the
-     * owner sleeps, only the scavenger will notice (purge.c, step 5). */
-    if (abandoned) {
+     * owner sleeps, only the scavenger will notice (purge.c, step 5). A
+     * segment abandoned when we looked may have been reclaimed since (then
+     * `heap` is its new owner's): tell both, each costs one flag. */
+    if (abandoned)
         segment_abandoned_touch();
-    } else if (heap) {
+    if (heap) {
         atomic_store(&heap->remote_pending, 1);
         purge_wake();
     }
