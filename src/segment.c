@@ -50,6 +50,9 @@ static lock_t cache_lock = LOCK_INIT;     /* the segment cache */
 static lock_t segments_lock = LOCK_INIT;  /* the list of all segments */
 
 static segment_t *abandoned_first, *abandoned_last;
+/* How many are on the list (written under abandoned_lock): a reclaim that
+ * finds none looks no further, without the lock. */
+static atomic_size_t abandoned_count;
 static segment_t *cache[SEGMENT_CACHE_MAX];
 static size_t cache_count;
 /* Under cache_lock: free segments beyond the cache, oldest first, linked
@@ -617,6 +620,8 @@ static void abandoned_push_locked(segment_t *seg, uint64_t room)
 {
     seg->in_abandoned = 1;
     seg->abandoned_room = room;
+    atomic_store_explicit(&abandoned_count, atomic_load_explicit(&abandoned_count, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     bool useful = room != 0 || atomic_load_explicit(&seg->free_slices, memory_order_relaxed) != 0;
     if (useful || abandoned_first == NULL) {
         seg->prev = NULL;
@@ -672,6 +677,8 @@ static void abandoned_unlink(segment_t *seg)
         abandoned_last = seg->prev;
     seg->next = seg->prev = NULL;
     seg->in_abandoned = 0;
+    atomic_store_explicit(&abandoned_count, atomic_load_explicit(&abandoned_count, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
 }
 
 /* Set (seq_cst) when an abandoned segment may have something to give back:
@@ -749,6 +756,8 @@ static bool segment_can_serve(const segment_t *seg, unsigned cls, size_t count, 
  * small pages. NULL if none. */
 static segment_t *segment_reclaim(heap_t *heap, unsigned cls, size_t count, size_t align)
 {
+    if (atomic_load_explicit(&abandoned_count, memory_order_relaxed) == 0)
+        return NULL; /* the common case: no thread left live blocks behind */
     lock_acquire(&abandoned_lock);
     segment_t *seg = abandoned_first;
     for (int n = 0; seg && !segment_can_serve(seg, cls, count, align); seg = seg->next) {
