@@ -338,12 +338,13 @@ typedef struct segment_s {
     /* Never changes after setup. */
     uint32_t kind;
     uint32_t in_abandoned; /* under abandoned_lock: on the abandoned list */
-    /* Set as the segment goes on the abandoned list (segment.c,
-     * abandoned_push): bit c = a small page of class c had room then. A page
-     * of an abandoned segment only gains room (remote frees), so a reclaim
-     * for class c takes a segment with bit c set (stale only if the
-     * scavenger has since freed that page). */
-    uint64_t abandoned_room;
+    /* While on the abandoned list (written under abandoned_lock; read
+     * without it by remote frees): bit c = a small page of class c has room,
+     * counting remote frees not collected yet. Set as the segment goes on
+     * the list, and by the first remote free into a page of a class whose bit
+     * is clear (page_free_remote). A reclaim for class c takes a segment with
+     * bit c set (stale only if the scavenger has since freed that page). */
+    _Atomic(uint64_t) abandoned_room;
     /* Huge mappings only (constant except under realloc by the block's owner,
      * i.e. whoever holds the pointer): mapping size, block offset, alignment. */
     size_t map_size;
@@ -714,6 +715,13 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices);
  * room, and adopt its small pages into the heap's queues. False if none of the
  * first RECLAIM_SCAN_MAX abandoned segments has one. */
 bool segment_reclaim_for_class(heap_t *heap, unsigned cls);
+/* A remote free into a small page of class `cls` of `seg`, which its caller
+ * found abandoned: true if the segment's room mask may lack the class, and
+ * then the caller pushes its block between segment_abandoned_room_lock() and
+ * segment_abandoned_room_unlock(seg, cls), which record the room. */
+bool segment_abandoned_room_unknown(const segment_t *seg, unsigned cls);
+void segment_abandoned_room_lock(void);
+void segment_abandoned_room_unlock(segment_t *seg, unsigned cls);
 /* Return a page's slices to its segment (any thread may call this for a large
  * page; small pages only by their owner). */
 void segment_free_run(page_t *page);

@@ -591,6 +591,10 @@ void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandon
      * nobody: the page stayed on the full list with free blocks (review
      * finding, from the code). Step 2 of the full-page protocol. Release: the
      * owner that takes the list must see the block's link. */
+    unsigned cls = page->class_idx;
+    bool record_room = abandoned && segment_abandoned_room_unknown(seg, cls);
+    if (record_room)
+        segment_abandoned_room_lock();
     uintptr_t old = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
     heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
     for (;;) {
@@ -601,6 +605,8 @@ void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandon
             break;
         heap = atomic_load_explicit(&page->heap, memory_order_acquire);
     }
+    if (record_room)
+        segment_abandoned_room_unlock(seg, cls); /* the free was the segment's first of the class */
     if ((old & ~XTHREAD_IN_FULL) != 0)
         return; /* not the first: whoever pushed the first one did the rest */
     if (old == XTHREAD_IN_FULL && heap)

@@ -53,6 +53,18 @@ static segment_t *abandoned_first, *abandoned_last;
 /* How many are on the list (written under abandoned_lock): a reclaim that
  * finds none looks no further, without the lock. */
 static atomic_size_t abandoned_count;
+/* Per class, how many listed segments have its room bit (under the lock): a
+ * reclaim for a class none has looks no further, without the lock. */
+static atomic_uint abandoned_with_room[CLASS_COUNT];
+
+static void room_counts_add(uint64_t room, int delta)
+{
+    for (; room; room &= room - 1) {
+        atomic_uint *n = &abandoned_with_room[__builtin_ctzll(room)];
+        atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + (unsigned)delta,
+                              memory_order_relaxed);
+    }
+}
 static segment_t *cache[SEGMENT_CACHE_MAX];
 static size_t cache_count;
 /* Under cache_lock: free segments beyond the cache, oldest first, linked
@@ -605,38 +617,68 @@ static uint64_t segment_room_mask(const segment_t *seg)
     for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
         const page_t *page = &seg->pages[i];
         if (!((free_mask >> i) & 1) && seg->slice_offset[i] == 0 && page->kind == PAGE_SMALL &&
-            page->used < page->reserved)
+            (page->used < page->reserved ||
+             (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_IN_FULL)))
             room |= (uint64_t)1 << page->class_idx;
     }
     return room;
 }
 
-/* Put `seg` on the abandoned list with its room mask (computed by the caller,
- * outside the lock): at the front if it can serve a reclaim, else at the
- * back, so that reclaims looking at the front find room (a thread that
- * reclaimed full segments and mapped a new one used to put the new one behind
- * them, and the next thread mapped another: about one segment per thread). */
-static void abandoned_push_locked(segment_t *seg, uint64_t room)
+static void abandoned_link_front(segment_t *seg)
 {
+    seg->prev = NULL;
+    seg->next = abandoned_first;
+    if (abandoned_first)
+        abandoned_first->prev = seg;
+    else
+        abandoned_last = seg;
+    abandoned_first = seg;
+}
+
+static void abandoned_link_back(segment_t *seg)
+{
+    seg->next = NULL;
+    seg->prev = abandoned_last;
+    if (abandoned_last)
+        abandoned_last->next = seg;
+    else
+        abandoned_first = seg;
+    abandoned_last = seg;
+}
+
+static void abandoned_list_remove(segment_t *seg)
+{
+    if (seg->prev)
+        seg->prev->next = seg->next;
+    else
+        abandoned_first = seg->next;
+    if (seg->next)
+        seg->next->prev = seg->prev;
+    else
+        abandoned_last = seg->prev;
+    seg->next = seg->prev = NULL;
+}
+
+/* Put `seg` on the abandoned list with its room mask (computed here, under
+ * the lock: a remote free that finds the segment off the list and pushes its
+ * block first is counted, one that comes later finds it listed and records
+ * its room itself, segment_abandoned_room_unlock). At the front if it can
+ * serve a reclaim, else at the back, so that reclaims looking at the front
+ * find room (a thread that reclaimed full segments and mapped a new one used
+ * to put the new one behind them, and the next thread mapped another: about
+ * one segment per thread). */
+static void abandoned_push_locked(segment_t *seg)
+{
+    uint64_t room = segment_room_mask(seg);
     seg->in_abandoned = 1;
-    seg->abandoned_room = room;
+    atomic_store_explicit(&seg->abandoned_room, room, memory_order_relaxed);
+    room_counts_add(room, 1);
     atomic_store_explicit(&abandoned_count, atomic_load_explicit(&abandoned_count, memory_order_relaxed) + 1,
                           memory_order_relaxed);
-    bool useful = room != 0 || atomic_load_explicit(&seg->free_slices, memory_order_relaxed) != 0;
-    if (useful || abandoned_first == NULL) {
-        seg->prev = NULL;
-        seg->next = abandoned_first;
-        if (abandoned_first)
-            abandoned_first->prev = seg;
-        else
-            abandoned_last = seg;
-        abandoned_first = seg;
-    } else {
-        seg->next = NULL;
-        seg->prev = abandoned_last;
-        abandoned_last->next = seg;
-        abandoned_last = seg;
-    }
+    if (room != 0 || atomic_load_explicit(&seg->free_slices, memory_order_relaxed) != 0)
+        abandoned_link_front(seg);
+    else
+        abandoned_link_back(seg);
 }
 
 void segment_abandon_all(heap_t *heap)
@@ -652,10 +694,9 @@ void segment_abandon_all(heap_t *heap)
             for (size_t i = 1; i < SLICES_PER_SEGMENT; i++)
                 atomic_store_explicit(&seg->pages[i].heap, NULL, memory_order_relaxed);
             seg->heap = NULL;
-            uint64_t room = segment_room_mask(seg);
             lock_acquire(&abandoned_lock);
             atomic_store_explicit(&seg->thread_id, 0, memory_order_release);
-            abandoned_push_locked(seg, room);
+            abandoned_push_locked(seg);
             lock_release(&abandoned_lock);
             abandoned_any = true;
         }
@@ -667,16 +708,9 @@ void segment_abandon_all(heap_t *heap)
 
 static void abandoned_unlink(segment_t *seg)
 {
-    if (seg->prev)
-        seg->prev->next = seg->next;
-    else
-        abandoned_first = seg->next;
-    if (seg->next)
-        seg->next->prev = seg->prev;
-    else
-        abandoned_last = seg->prev;
-    seg->next = seg->prev = NULL;
+    abandoned_list_remove(seg);
     seg->in_abandoned = 0;
+    room_counts_add(atomic_load_explicit(&seg->abandoned_room, memory_order_relaxed), -1);
     atomic_store_explicit(&abandoned_count, atomic_load_explicit(&abandoned_count, memory_order_relaxed) - 1,
                           memory_order_relaxed);
 }
@@ -735,17 +769,45 @@ void segment_abandoned_collect(bool force)
     while (done) {
         segment_t *seg = done;
         done = seg->next;
-        uint64_t room = segment_room_mask(seg);
         lock_acquire(&abandoned_lock);
-        abandoned_push_locked(seg, room);
+        abandoned_push_locked(seg);
         lock_release(&abandoned_lock);
     }
+}
+
+bool segment_abandoned_room_unknown(const segment_t *seg, unsigned cls)
+{
+    return !((atomic_load_explicit(&seg->abandoned_room, memory_order_relaxed) >> cls) & 1);
+}
+
+void segment_abandoned_room_lock(void)
+{
+    lock_acquire(&abandoned_lock);
+}
+
+/* The caller's block is on the page's list now (the lock kept the segment
+ * from being reclaimed, collected or released meanwhile). A full abandoned
+ * segment that other threads free into gains room only here: before this, a
+ * listed segment kept the mask it was pushed with, and a thread whose blocks
+ * filled a segment, all freed by main after it exited, left a segment no
+ * reclaim would take (review finding: with EBB_PURGE_DELAY=-1, 200 such
+ * threads held 202 segments and 790 MiB). */
+void segment_abandoned_room_unlock(segment_t *seg, unsigned cls)
+{
+    uint64_t room = atomic_load_explicit(&seg->abandoned_room, memory_order_relaxed);
+    if (seg->in_abandoned && !((room >> cls) & 1)) {
+        atomic_store_explicit(&seg->abandoned_room, room | (uint64_t)1 << cls, memory_order_relaxed);
+        room_counts_add((uint64_t)1 << cls, 1);
+        abandoned_list_remove(seg);
+        abandoned_link_front(seg);
+    }
+    lock_release(&abandoned_lock);
 }
 
 static bool segment_can_serve(const segment_t *seg, unsigned cls, size_t count, size_t align)
 {
     if (cls < CLASS_COUNT)
-        return (seg->abandoned_room >> cls) & 1;
+        return (atomic_load_explicit(&seg->abandoned_room, memory_order_relaxed) >> cls) & 1;
     uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_relaxed);
     return slices_runs(free_mask, count, align) != 0;
 }
@@ -758,6 +820,8 @@ static segment_t *segment_reclaim(heap_t *heap, unsigned cls, size_t count, size
 {
     if (atomic_load_explicit(&abandoned_count, memory_order_relaxed) == 0)
         return NULL; /* the common case: no thread left live blocks behind */
+    if (cls < CLASS_COUNT && atomic_load_explicit(&abandoned_with_room[cls], memory_order_relaxed) == 0)
+        return NULL; /* none has room for this class: do not scan on every new page */
     lock_acquire(&abandoned_lock);
     segment_t *seg = abandoned_first;
     for (int n = 0; seg && !segment_can_serve(seg, cls, count, align); seg = seg->next) {
@@ -813,6 +877,9 @@ void segment_free_large_remote(segment_t *seg, page_t *page)
         atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL) {
         abandoned_unlink(seg);
         release = true;
+    } else if (seg->in_abandoned && seg != abandoned_first) {
+        abandoned_list_remove(seg); /* it has a free run now: where reclaims look */
+        abandoned_link_front(seg);
     }
     lock_release(&abandoned_lock);
     if (release)

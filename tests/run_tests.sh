@@ -122,6 +122,8 @@ run_test api 300 -- "$T/test_api"
 run_test api_preloaded 300 LD_PRELOAD="$LIB" -- "$T/test_api"
 run_test threads 300 -- "$T/test_threads"
 run_test thread_churn 300 -- "$T/test_thread_churn"
+run_test thread_exit_no_purge 120 EBB_PURGE_DELAY=-1 CHECK_ONLY=full_abandoned_segments \
+    -- "$T/test_thread_churn"
 run_test fork 300 -- "$T/test_fork"
 run_test first_call 120 -- "$T/test_first_call"
 run_test oom 300 -- "$T/test_oom"
