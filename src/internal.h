@@ -717,11 +717,11 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices);
 bool segment_reclaim_for_class(heap_t *heap, unsigned cls);
 /* A remote free into a small page of class `cls` of `seg`, which its caller
  * found abandoned: true if the segment's room mask may lack the class, and
- * then the caller pushes its block between segment_abandoned_room_lock() and
- * segment_abandoned_room_unlock(seg, cls), which record the room. */
+ * then the caller pushes its block between segment_abandoned_room_lock(seg,
+ * cls), which records the room, and segment_abandoned_room_unlock(). */
 bool segment_abandoned_room_unknown(const segment_t *seg, unsigned cls);
-void segment_abandoned_room_lock(void);
-void segment_abandoned_room_unlock(segment_t *seg, unsigned cls);
+void segment_abandoned_room_lock(segment_t *seg, unsigned cls);
+void segment_abandoned_room_unlock(void);
 /* Return a page's slices to its segment (any thread may call this for a large
  * page; small pages only by their owner). */
 void segment_free_run(page_t *page);

@@ -594,7 +594,7 @@ void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandon
     unsigned cls = page->class_idx;
     bool record_room = abandoned && segment_abandoned_room_unknown(seg, cls);
     if (record_room)
-        segment_abandoned_room_lock();
+        segment_abandoned_room_lock(seg, cls);
     uintptr_t old = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
     heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
     for (;;) {
@@ -606,7 +606,7 @@ void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandon
         heap = atomic_load_explicit(&page->heap, memory_order_acquire);
     }
     if (record_room)
-        segment_abandoned_room_unlock(seg, cls); /* the free was the segment's first of the class */
+        segment_abandoned_room_unlock(); /* touches nothing in the segment */
     if ((old & ~XTHREAD_IN_FULL) != 0)
         return; /* not the first: whoever pushed the first one did the rest */
     if (old == XTHREAD_IN_FULL && heap)
