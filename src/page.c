@@ -591,10 +591,9 @@ void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandon
      * nobody: the page stayed on the full list with free blocks (review
      * finding, from the code). Step 2 of the full-page protocol. Release: the
      * owner that takes the list must see the block's link. */
-    unsigned cls = page->class_idx;
-    bool record_room = abandoned && segment_abandoned_room_unknown(seg, cls);
+    bool record_room = abandoned && segment_abandoned_room_unknown(seg, page->class_idx);
     if (record_room)
-        segment_abandoned_room_lock(seg, cls);
+        segment_abandoned_room_lock(seg, page->class_idx);
     uintptr_t old = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
     heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
     for (;;) {

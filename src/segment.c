@@ -59,11 +59,9 @@ static atomic_uint abandoned_with_room[CLASS_COUNT];
 
 static void room_counts_add(uint64_t room, int delta)
 {
-    for (; room; room &= room - 1) {
-        atomic_uint *n = &abandoned_with_room[__builtin_ctzll(room)];
-        atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + (unsigned)delta,
-                              memory_order_relaxed);
-    }
+    for (; room; room &= room - 1)
+        atomic_fetch_add_explicit(&abandoned_with_room[__builtin_ctzll(room)], (unsigned)delta,
+                                  memory_order_relaxed);
 }
 static segment_t *cache[SEGMENT_CACHE_MAX];
 static size_t cache_count;
@@ -608,6 +606,13 @@ void segment_hand_off(heap_t *heap, segment_t *seg)
 /* ---------------------------------------------------------------------------
  * Abandonment and reclaim
  * ------------------------------------------------------------------------- */
+/* Whether a small page starts at slice i of `seg` (free_mask: its free
+ * slices, read once by the caller). */
+static inline bool small_page_at(const segment_t *seg, uint64_t free_mask, size_t i)
+{
+    return !((free_mask >> i) & 1) && seg->slice_offset[i] == 0 && seg->pages[i].kind == PAGE_SMALL;
+}
+
 /* The classes with a small page that has room in `seg`, which nobody owns
  * (its pages' fields are stable: other threads only push remote frees). */
 static uint64_t segment_room_mask(const segment_t *seg)
@@ -616,7 +621,7 @@ static uint64_t segment_room_mask(const segment_t *seg)
     uint64_t room = 0;
     for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
         const page_t *page = &seg->pages[i];
-        if (!((free_mask >> i) & 1) && seg->slice_offset[i] == 0 && page->kind == PAGE_SMALL &&
+        if (small_page_at(seg, free_mask, i) &&
             (page->used < page->reserved ||
              (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_IN_FULL)))
             room |= (uint64_t)1 << page->class_idx;
@@ -662,7 +667,7 @@ static void abandoned_list_remove(segment_t *seg)
 /* Put `seg` on the abandoned list with its room mask (computed here, under
  * the lock: a remote free that finds the segment off the list and pushes its
  * block first is counted, one that comes later finds it listed and records
- * its room itself, segment_abandoned_room_unlock). At the front if it can
+ * its room itself, segment_abandoned_room_lock). At the front if it can
  * serve a reclaim, else at the back, so that reclaims looking at the front
  * find room (a thread that reclaimed full segments and mapped a new one used
  * to put the new one behind them, and the next thread mapped another: about
@@ -673,8 +678,7 @@ static void abandoned_push_locked(segment_t *seg)
     seg->in_abandoned = 1;
     atomic_store_explicit(&seg->abandoned_room, room, memory_order_relaxed);
     room_counts_add(room, 1);
-    atomic_store_explicit(&abandoned_count, atomic_load_explicit(&abandoned_count, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    atomic_fetch_add_explicit(&abandoned_count, 1, memory_order_relaxed);
     if (room != 0 || atomic_load_explicit(&seg->free_slices, memory_order_relaxed) != 0)
         abandoned_link_front(seg);
     else
@@ -711,8 +715,7 @@ static void abandoned_unlink(segment_t *seg)
     abandoned_list_remove(seg);
     seg->in_abandoned = 0;
     room_counts_add(atomic_load_explicit(&seg->abandoned_room, memory_order_relaxed), -1);
-    atomic_store_explicit(&abandoned_count, atomic_load_explicit(&abandoned_count, memory_order_relaxed) - 1,
-                          memory_order_relaxed);
+    atomic_fetch_sub_explicit(&abandoned_count, 1, memory_order_relaxed);
 }
 
 /* Set (seq_cst) when an abandoned segment may have something to give back:
@@ -750,9 +753,8 @@ void segment_abandoned_collect(bool force)
             break;
         uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
         for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
-            page_t *page = &seg->pages[i];
-            if (!((free_mask >> i) & 1) && seg->slice_offset[i] == 0 && page->kind == PAGE_SMALL)
-                page_collect_abandoned(page);
+            if (small_page_at(seg, free_mask, i))
+                page_collect_abandoned(&seg->pages[i]);
         }
         lock_acquire(&abandoned_lock);
         bool empty = atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL;
@@ -870,9 +872,8 @@ static segment_t *segment_reclaim(heap_t *heap, unsigned cls, size_t count, size
         return NULL;
     uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
     for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
-        page_t *page = &seg->pages[i];
-        if (!((free_mask >> i) & 1) && seg->slice_offset[i] == 0 && page->kind == PAGE_SMALL)
-            page_adopt(heap, page);
+        if (small_page_at(seg, free_mask, i))
+            page_adopt(heap, &seg->pages[i]);
     }
     return seg;
 }

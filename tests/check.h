@@ -20,6 +20,8 @@
 #define EBB_TEST_CHECK_H
 
 #include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define CHECK_MAX_REPORTS 25
@@ -129,6 +132,25 @@ static inline int check_finish(void)
 static inline void check_keep(const void *p)
 {
     __asm__ volatile("" : : "r"(p) : "memory");
+}
+
+/* Wait for child `pid` for at most `timeout_s` seconds, polling every 2 ms.
+ * True with *status set if it ended in time; else it is killed with SIGKILL,
+ * reaped (*status is then the kill's) and the result is false. */
+static inline bool check_wait_child(pid_t pid, int *status, double timeout_s)
+{
+    double t0 = check_now();
+    for (;;) {
+        if (waitpid(pid, status, WNOHANG) == pid)
+            return true;
+        if (check_now() - t0 > timeout_s) {
+            kill(pid, SIGKILL);
+            waitpid(pid, status, 0);
+            return false;
+        }
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* Anonymous resident memory of this process in bytes: "Anonymous:" of

@@ -226,21 +226,11 @@ static int fork_and_check(int round)
     CHECK(pid > 0, "fork #%d: expected a child, got %d (%s)", round, (int)pid, strerror(errno));
     if (pid < 0)
         return -1;
-    double t0 = check_now();
     int status = 0;
-    for (;;) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid)
-            break;
-        if (check_now() - t0 > CHILD_TIMEOUT_S) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            CHECK(0, "fork #%d: expected the child to exit within %.0f s, it hung (a lock held "
-                  "across fork?) and was killed", round, CHILD_TIMEOUT_S);
-            return -1;
-        }
-        struct timespec ts = {0, 2 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+    if (!check_wait_child(pid, &status, CHILD_TIMEOUT_S)) {
+        CHECK(0, "fork #%d: expected the child to exit within %.0f s, it hung (a lock held "
+              "across fork?) and was killed", round, CHILD_TIMEOUT_S);
+        return -1;
     }
     if (WIFSIGNALED(status)) {
         CHECK(0, "fork #%d: expected the child to exit 0, it was killed by signal %d (%s)", round,
@@ -371,16 +361,9 @@ static void a_child_of_fork_without_handlers_keeps_its_heap(void)
         _exit(127);
     }
     int status = 0;
-    double t0 = check_now();
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (check_now() - t0 > CHILD_TIMEOUT_S) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            CHECK(0, "the copy of this program that calls _Fork hung and was killed");
-            return;
-        }
-        struct timespec ts = {0, 2 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+    if (!check_wait_child(pid, &status, CHILD_TIMEOUT_S)) {
+        CHECK(0, "the copy of this program that calls _Fork hung and was killed");
+        return;
     }
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
           "the _Fork child should keep its heap through a forced collection (status %#x: 1 = "

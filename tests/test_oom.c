@@ -454,19 +454,9 @@ static void rlimit_as_allocate_until_null_then_free_and_allocate_again(void)
         _exit(rlimit_child());
     REQUIRE(pid > 0, "fork: %s", strerror(errno));
     int status = 0;
-    double t0 = check_now();
-    for (;;) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid)
-            break;
-        if (check_now() - t0 > 120) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            CHECK(0, "the RLIMIT_AS child did not finish in 120 s (killed)");
-            return;
-        }
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+    if (!check_wait_child(pid, &status, 120)) {
+        CHECK(0, "the RLIMIT_AS child did not finish in 120 s (killed)");
+        return;
     }
     CHECK(!WIFSIGNALED(status), "under RLIMIT_AS: expected NULL+ENOMEM, the child was killed by "
           "signal %d (%s)", WIFSIGNALED(status) ? WTERMSIG(status) : 0,
