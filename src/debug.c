@@ -413,6 +413,7 @@ static void release_block(void *block)
  * The shards are static: they outlive threads and a fork needs no repair.
  * ------------------------------------------------------------------------- */
 #define QUARANTINE_SHARDS 64
+#define PREFETCH_BYTES 1024
 
 typedef struct quarantine_shard_s {
     lock_t lock; /* the FIFO */
@@ -710,6 +711,18 @@ static size_t shard_evict(quarantine_shard_t *q, size_t need, debug_header_t ***
     return got;
 }
 
+/* The block the next eviction of this shard will check, while the caller
+ * returns to its program: it waited a whole quarantine and is cold. `h` may
+ * be gone by now (another thread evicted it); a prefetch never faults. */
+static void prefetch_block(const debug_header_t *h)
+{
+    if (h == NULL)
+        return;
+    const char *p = (const char *)h;
+    for (size_t off = 0; off < PREFETCH_BYTES; off += 64)
+        __builtin_prefetch(p + off);
+}
+
 /* bytes: block_bytes(h). */
 static void quarantine_push(debug_header_t *h, size_t bytes)
 {
@@ -742,11 +755,13 @@ static void quarantine_push(debug_header_t *h, size_t bytes)
     debug_header_t *out = NULL, **out_tail = &out;
     size_t need = total - cfg.quarantine_max;
     size_t got = shard_take_locked(q, need, &out_tail, h);
+    debug_header_t *next = q->first;
     lock_release(&q->lock);
     for (unsigned k = 1; k < QUARANTINE_SHARDS && got < need; k++)
         got += shard_evict(&shards[(own + k) % QUARANTINE_SHARDS], need - got, &out_tail);
     atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
     leave_quarantine_all(out);
+    prefetch_block(next);
 }
 
 /* malloc_trim / ebb_collect(true): every block leaves the quarantine now
