@@ -89,6 +89,7 @@ static void *alloc_large(heap_t *heap, size_t size, size_t alignment, bool zero)
     size_t slices = (size + SLICE_SIZE - 1) >> SLICE_SHIFT;
     size_t align_slices = alignment > SLICE_SIZE ? alignment >> SLICE_SHIFT : 1;
     lock_acquire(&heap->lock);
+    heap_collect_if_asked(heap);
     page_t *page = segment_alloc_run(heap, slices, align_slices);
     if (page)
         page_init_large(heap, page, slices, page->is_zero);

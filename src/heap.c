@@ -158,6 +158,7 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
     heap->thread_id = thread_id;
     atomic_store(&heap->remote_pending, 0);
     atomic_store(&heap->retained_pending, 0);
+    atomic_store(&heap->collect_asked, 0);
     atomic_store(&heap->revoked, 0);
     /* slow_count only grows, and scav_seen_* belong to the scavenger. */
 }
@@ -387,15 +388,36 @@ static bool heap_quiesce(heap_t *h)
  * owner has taken no slow path for `idle_ms` and that received remote frees or
  * kept an empty page gives back what it can: everything, when it can be
  * quiesced; else the pages its fast paths cannot reach.
+ *
+ * A heap whose owner keeps running is asked to collect, less often: its
+ * owner collects a page's remote frees only when it allocates from that page,
+ * so the pages of a size class it no longer uses would hold every block other
+ * threads freed into them for as long as it runs (a thread that built 100 MiB
+ * of 64-byte blocks for consumers to free, then went on with other sizes,
+ * kept all of it resident). Once remote frees have been pending on it for
+ * BUSY_COLLECT_MS, the scavenger sets `collect_asked`; the owner's next locked
+ * slow path collects every page, frees the empty ones but its one kept page
+ * per class, and releases its entirely free segments but its last
+ * (heap_collect_asked). Quiescing a running owner would mostly fail: it is
+ * inside the allocator, or holds its lock, much of the time. An owner that
+ * stops before it sees the request is idle a purge delay later, and the
+ * request, still pending, makes the scavenger collect for it as above.
  * ------------------------------------------------------------------------- */
+#define BUSY_COLLECT_MS 250
+
 void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
 {
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h; h = h->all_next) {
         if (!h->in_use)
             continue;
-        int remote = atomic_exchange(&h->remote_pending, 0);
+        bool asked = atomic_load(&h->collect_asked); /* and not served yet */
+        int remote = atomic_exchange(&h->remote_pending, 0) || asked;
         int retained = atomic_exchange(&h->retained_pending, 0);
+        if (!remote)
+            h->scav_remote_ms = 0;
+        else if (h->scav_remote_ms == 0)
+            h->scav_remote_ms = now_ms | 1; /* 0 means none pending */
         if (!remote && !retained && !force)
             continue;
         uint64_t count = atomic_load_explicit(&h->slow_count, memory_order_relaxed);
@@ -411,6 +433,7 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
                     heap_hand_back_held(h);
                     continue;
                 }
+                atomic_store(&h->collect_asked, 0);
                 heap_collect_pages(h, true);
                 segment_release_empty(h); /* an idle thread keeps no header either */
                 heap_unquiesce(h);
@@ -420,6 +443,10 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
                 done = !quiesce_ready; /* without membarrier, this is all we can do */
             }
             lock_release(&h->lock);
+        } else if (!idle && remote && now_ms - h->scav_remote_ms >= BUSY_COLLECT_MS) {
+            atomic_store(&h->collect_asked, 1); /* stays pending until served */
+            h->scav_remote_ms = now_ms | 1;
+            remote = 0;
         }
         if (!done) { /* look again at a later pass */
             if (remote)
@@ -429,6 +456,19 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
         }
     }
     lock_release(&heap_pool_lock);
+}
+
+/* Owner, lock held: the collection heap_scavenge asked for, if it did. */
+void heap_collect_asked(heap_t *heap)
+{
+    if (!atomic_exchange(&heap->collect_asked, 0))
+        return;
+    heap_collect_pages(heap, false);
+    segment_t *next;
+    for (segment_t *seg = heap->segments; seg; seg = next) {
+        next = seg->next;
+        segment_maybe_release(heap, seg); /* keeps the last */
+    }
 }
 
 /* ---------------------------------------------------------------------------
@@ -486,7 +526,8 @@ bool heap_scavenge_pending(void)
     bool pending = false;
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h && !pending; h = h->all_next)
-        pending = h->in_use && (atomic_load(&h->remote_pending) || atomic_load(&h->retained_pending));
+        pending = h->in_use && (atomic_load(&h->remote_pending) || atomic_load(&h->retained_pending) ||
+                                atomic_load(&h->collect_asked));
     lock_release(&heap_pool_lock);
     return pending;
 }

@@ -199,7 +199,9 @@ void __tsan_acquire(void *addr);
  *      no slow path for a purge delay (heap.c, quiescing).
  *   3. Blocks other threads freed into a thread's pages: collected by the
  *      owner, or by the scavenger once the owner is idle (as 2) or gone
- *      (abandoned segments); their pages then follow 1.
+ *      (abandoned segments); their pages then follow 1. An owner that keeps
+ *      running collects them all at its next locked slow path once they
+ *      have waited BUSY_COLLECT_MS (heap.c, heap_scavenge).
  *   4. Each live thread's last segment stays mapped even when empty; its free
  *      slices follow 1, so it keeps only its header (two OS pages) resident.
  *      (A segment emptied with SEGMENT_HANDOFF_SLICES or more of its free
@@ -455,6 +457,13 @@ typedef struct heap_s {
     _Atomic(uint64_t) slow_count;
     uint64_t scav_seen_count;
     uint64_t scav_seen_ms;
+    /* The scavenger's (under pass_lock): since when remote frees have been
+     * pending on this heap; 0: none pending. */
+    uint64_t scav_remote_ms;
+    /* Set by the scavenger when remote frees have waited long on a heap whose
+     * owner keeps running; the owner's next locked slow path collects
+     * (heap_collect_asked) and clears it. */
+    atomic_int collect_asked;
     /* Any thread: the owner kept an empty page for reuse (page.c); the
      * scavenger takes it back when the owner stays idle. */
     atomic_int retained_pending;
@@ -832,6 +841,13 @@ heap_t *heap_create_debug(void);
 void heap_process_init(void);
 /* Scavenger: visit idle heaps with remote frees pending (all with `force`). */
 void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force);
+/* Owner, lock held: collect if the scavenger asked (heap.c, heap_scavenge). */
+void heap_collect_asked(heap_t *heap);
+static inline void heap_collect_if_asked(heap_t *heap)
+{
+    if (ebb_unlikely(atomic_load_explicit(&heap->collect_asked, memory_order_relaxed)))
+        heap_collect_asked(heap);
+}
 bool heap_scavenge_pending(void);
 
 /* ---------------------------------------------------------------------------

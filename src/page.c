@@ -465,7 +465,8 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
     busy_enter();
     /* Acquire: after a quiesce (heap.c), see the pages as the scavenger left them. */
     if (!atomic_load_explicit(&heap->revoked, memory_order_acquire) &&
-        !atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed)) {
+        !atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed) &&
+        !atomic_load_explicit(&heap->collect_asked, memory_order_relaxed)) {
         void *block = page_refill_first(heap, cls);
         if (block) {
             busy_leave();
@@ -475,6 +476,7 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
     busy_leave();
 
     lock_acquire(&heap->lock);
+    heap_collect_if_asked(heap);
     if (atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed))
         heap_unfull_pending(heap);
     page_queue_t *q = &heap->queues[cls];
@@ -551,6 +553,13 @@ void page_free_local_slow(heap_t *heap, page_t *page)
                 atomic_store(&heap->retained_pending, 1);
                 purge_wake();
             }
+            if (ebb_unlikely(atomic_load_explicit(&heap->collect_asked, memory_order_relaxed))) {
+                /* An owner whose slow paths all end here (it frees the last
+                 * block of a page, then takes it again) serves the request too. */
+                lock_acquire(&heap->lock);
+                heap_collect_asked(heap);
+                lock_release(&heap->lock);
+            }
             busy_leave();
             return;
         }
@@ -570,6 +579,7 @@ void page_free_local_slow(heap_t *heap, page_t *page)
     } else if (page->in_full) {
         page_unfull(heap, page);
     }
+    heap_collect_if_asked(heap); /* after the last use of page and seg */
     lock_release(&heap->lock);
     busy_leave();
     purge_poll(false);

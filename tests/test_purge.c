@@ -1178,6 +1178,86 @@ static void thread_that_only_frees_leaves_nothing_behind(void)
     CHECK(failures == 0, "%d allocations returned NULL", failures);
 }
 
+/* A thread that keeps running while another frees what it allocated (seed
+ * 001: deferred frees that no idle drain ever collects). The owner builds
+ * 24 MiB of 64-byte blocks, hands them over, then goes on allocating and
+ * freeing blocks of another size, taking slow paths all the time, so it never
+ * looks idle and never allocates from its old pages again. Before the owner
+ * served the scavenger's requests (heap_collect_asked), all 24 MiB stayed
+ * resident for as long as it ran. `busy_size`: the size of its loop's blocks,
+ * whose frees empty their page each time (4000: a small class, the kept-page
+ * path) or that are runs of slices (300 KiB: the locked large path). */
+#define BUSY_OWNER_BYTES (24 * MiB)
+#define BUSY_OWNER_BLOCKS (BUSY_OWNER_BYTES / 64)
+typedef struct busy_owner_s {
+    void **blocks;
+    size_t busy_size;
+    atomic_int phase; /* 1: blocks built; 2: stop */
+    atomic_ulong loops;
+    int failures;
+} busy_owner_t;
+
+static void *busy_owner_main(void *arg)
+{
+    busy_owner_t *o = arg;
+    stack_pretouch();
+    for (size_t i = 0; i < BUSY_OWNER_BLOCKS; i++) {
+        o->blocks[i] = malloc(64);
+        if (o->blocks[i] == NULL)
+            o->failures++;
+        else
+            touch(o->blocks[i], 64, 3);
+    }
+    atomic_store(&o->phase, 1);
+    while (atomic_load(&o->phase) != 2) {
+        unsigned char *p = malloc(o->busy_size);
+        if (p == NULL) {
+            o->failures++;
+            continue;
+        }
+        p[0] = 1;
+        p[o->busy_size - 1] = 2;
+        free(p);
+        atomic_fetch_add_explicit(&o->loops, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+static void blocks_freed_into_a_running_threads_pages_come_back_with(size_t busy_size)
+{
+    static busy_owner_t o;
+    o = (busy_owner_t){.busy_size = busy_size};
+    o.blocks = mmap(NULL, BUSY_OWNER_BLOCKS * sizeof(void *), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(o.blocks != MAP_FAILED, "mmap failed");
+    long base = rss_settled();
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, busy_owner_main, &o) == 0, "pthread_create failed");
+    while (atomic_load(&o.phase) != 1)
+        sleep_ms(1);
+    long built = rss_now();
+    for (size_t i = 0; i < BUSY_OWNER_BLOCKS; i++)
+        free(o.blocks[i]);
+    unsigned long loops_before = atomic_load(&o.loops);
+    char what[96];
+    snprintf(what, sizeof what, "24 MiB freed into the pages of a thread running %zu-byte pairs",
+             busy_size);
+    expect_rss_back(base + (long)(BUSY_OWNER_BLOCKS * sizeof(void *)), 4 * MiB, built, what);
+    unsigned long loops_after = atomic_load(&o.loops);
+    CHECK(loops_after > loops_before, "the owner should have kept running (%lu pairs before, %lu after)",
+          loops_before, loops_after);
+    atomic_store(&o.phase, 2);
+    pthread_join(t, NULL);
+    CHECK(o.failures == 0, "%d allocations returned NULL", o.failures);
+    munmap(o.blocks, BUSY_OWNER_BLOCKS * sizeof(void *));
+}
+
+static void blocks_freed_into_a_running_threads_pages_come_back(void)
+{
+    blocks_freed_into_a_running_threads_pages_come_back_with(4000);
+    blocks_freed_into_a_running_threads_pages_come_back_with(300 * KiB);
+}
+
 /* Review finding: blocks of 1.5 MiB (runs of slices) that a sleeping thread
  * allocated and another freed left their emptied segments in the sleeper's
  * heap: their slices were purged, but 100 segments (400 MiB of address
@@ -3095,6 +3175,7 @@ int main(int argc, char **argv)
     RUN_CASE(thousand_idle_threads_keep_nothing_back);
     RUN_CASE(exited_threads_blocks_freed_later_by_main_come_back);
     RUN_CASE(thread_that_only_frees_leaves_nothing_behind);
+    RUN_CASE(blocks_freed_into_a_running_threads_pages_come_back);
     RUN_CASE(segments_emptied_by_remote_large_frees_are_released);
     RUN_CASE(joining_many_threads_before_the_scavenger_starts_does_not_deadlock);
     RUN_CASE(memory_freed_before_the_scavenger_starts_comes_back);
