@@ -142,14 +142,14 @@ static void heap_direct_clear(heap_t *heap)
         atomic_store_explicit(&heap->direct_class[i], &page_empty, memory_order_relaxed);
 }
 
-/* Forget every page and segment (they have been freed or abandoned). */
+/* Forget every page and segment (they have been freed or abandoned: another
+ * thread may own them now, so nothing here writes to them; abandoning cleared
+ * the kept pages' flags). */
 static void heap_reset(heap_t *heap, uintptr_t thread_id)
 {
     heap_direct_clear(heap);
     memset(heap->queues, 0, sizeof heap->queues);
     memset(&heap->full, 0, sizeof heap->full);
-    for (uint64_t m = heap->retained_mask; m; m &= m - 1) /* their pages may live on */
-        atomic_store_explicit(&heap->retained[__builtin_ctzll(m)]->kept, 0, memory_order_relaxed);
     memset(heap->retained, 0, sizeof heap->retained);
     heap->retained_mask = 0;
     atomic_store_explicit(&heap->xfull_pending, 0, memory_order_relaxed);
@@ -263,6 +263,13 @@ heap_t *heap_create_debug(void)
 /* ---------------------------------------------------------------------------
  * Thread exit: free what is empty, abandon the rest for others to reclaim.
  * ------------------------------------------------------------------------- */
+static atomic_long exit_pause_ms; /* tests: widen the window after abandoning */
+
+void heap_inject_exit_pause(long ms)
+{
+    atomic_store(&exit_pause_ms, ms);
+}
+
 static void heap_thread_done(void *arg)
 {
     heap_t *heap = arg;
@@ -271,6 +278,10 @@ static void heap_thread_done(void *arg)
     lock_acquire(&heap->lock);
     heap_collect_pages(heap, true);
     segment_abandon_all(heap);
+    /* From here other threads may reclaim, empty and unmap those segments. */
+    long pause = atomic_load_explicit(&exit_pause_ms, memory_order_relaxed);
+    if (ebb_unlikely(pause > 0))
+        os_sleep_ms(pause);
     heap_reset(heap, 0);
     heap->busy = NULL; /* this thread's TLS goes away with it */
     lock_release(&heap->lock);

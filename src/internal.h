@@ -849,6 +849,8 @@ static inline void heap_collect_if_asked(heap_t *heap)
         heap_collect_asked(heap);
 }
 bool heap_scavenge_pending(void);
+/* Tests: sleep `ms` in every thread exit right after its segments are abandoned. */
+void heap_inject_exit_pause(long ms);
 
 /* ---------------------------------------------------------------------------
  * alloc.c / large.c — the generic (slow) allocation entry points

@@ -695,8 +695,16 @@ void segment_abandon_all(heap_t *heap)
         if (atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL) {
             segment_release(seg);
         } else {
-            for (size_t i = 1; i < SLICES_PER_SEGMENT; i++)
+            /* Before the push: once listed, the segment may be reclaimed,
+             * emptied and unmapped by another thread at any moment. (`kept`
+             * was cleared by heap_reset after this: a page kept, refilled and
+             * still in use at exit had its flag written into a segment another
+             * thread had reclaimed and released meanwhile; a review's stress
+             * program crashed there 5 times in 16 runs.) */
+            for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
                 atomic_store_explicit(&seg->pages[i].heap, NULL, memory_order_relaxed);
+                atomic_store_explicit(&seg->pages[i].kept, 0, memory_order_relaxed);
+            }
             seg->heap = NULL;
             lock_acquire(&abandoned_lock);
             atomic_store_explicit(&seg->thread_id, 0, memory_order_release);

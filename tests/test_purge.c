@@ -68,6 +68,7 @@ extern unsigned long purge_pass_count(void);
 extern unsigned long purge_wakeup_count(void);
 extern int purge_thread_state(void);
 extern void purge_inject_start_delay(long ms);
+extern void heap_inject_exit_pause(long ms);
 extern void purge_run(bool force);
 enum { STATE_NONE = 0, STATE_STARTING, STATE_RUNNING, STATE_FAILED, STATE_DISABLED };
 #endif
@@ -2787,6 +2788,65 @@ static void *free_in_starting_window(void *arg)
     return NULL;
 }
 
+/* Review finding: a thread's exit abandoned its segments, and only then
+ * cleared the `kept` flag of the page it kept per size class. A kept page that
+ * filled up again is in use, so its segment was listed; in between, another
+ * thread could free the page's block and collect, which freed the page and
+ * released (unmapped) the segment, and the exiting thread then wrote into
+ * it: SIGSEGV. The exit is paused in that window here (300 ms); main frees
+ * the block and forces a collection meanwhile. */
+static struct {
+    void *block;
+    atomic_int ready;
+} kept_exit;
+
+static void *exit_with_a_refilled_kept_page(void *unused)
+{
+    (void)unused;
+    /* Two large blocks so that the 5000-byte page lands in a second segment,
+     * which the exit leaves holding nothing but that page. */
+    void *big1 = malloc(2 * MiB), *big2 = malloc(2 * MiB - 128 * KiB);
+    void *b = malloc(5000);
+    free(big2);
+    free(big1);
+    free(b);                      /* the page empties and is kept */
+    kept_exit.block = malloc(5000); /* the same page, filled again: still kept */
+    if (kept_exit.block)
+        memset(kept_exit.block, 3, 5000);
+    atomic_store(&kept_exit.ready, 1);
+    return NULL; /* the exit pauses after abandoning its segments */
+}
+
+static void child_exit_does_not_write_into_segments_it_abandoned(void)
+{
+    free(malloc(16));
+    heap_inject_exit_pause(300);
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, exit_with_a_refilled_kept_page, NULL) == 0,
+            "pthread_create failed");
+    while (!atomic_load(&kept_exit.ready))
+        sleep_ms(1);
+    sleep_ms(100); /* the thread is inside its exit's pause */
+    REQUIRE(kept_exit.block != NULL, "malloc(5000) returned NULL");
+    uintptr_t seg = (uintptr_t)kept_exit.block & ~(uintptr_t)(4 * MiB - 1);
+    free(kept_exit.block);
+    ebb_collect(true);
+    unsigned char v;
+    bool unmapped = mincore((void *)seg, 4096, &v) != 0;
+    printf("    info: the exiting thread's segment %s while its exit was paused\n",
+           unmapped ? "was unmapped" : "stayed mapped");
+    pthread_join(t, NULL); /* the exit resumes: it must not touch that segment */
+    heap_inject_exit_pause(0);
+    CHECK(unmapped, "the test expects the segment unmapped by the collection (EBB_PURGE_DELAY=-1); "
+          "it stayed mapped, so the window was not exercised");
+}
+
+static void exit_does_not_write_into_segments_it_abandoned(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_exit_does_not_write_into_segments_it_abandoned", env, 60);
+}
+
 static void child_free_while_scavenger_starts_wakes_it(void)
 {
     REQUIRE(purge_thread_state() == STATE_NONE, "no scavenger should exist yet; state %d",
@@ -3127,6 +3187,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_fork_amid_racing_passes_purged_not_unmapped),
     CHILD_CASE(child_idle_process_gets_no_wakeups),
     CHILD_CASE(child_free_while_scavenger_starts_wakes_it),
+    CHILD_CASE(child_exit_does_not_write_into_segments_it_abandoned),
     CHILD_CASE(child_background_off_returns_memory_during_calls),
     CHILD_CASE(child_purge_method_free_works),
     CHILD_CASE(child_segment_cache_keeps_only_its_standby),
@@ -3159,6 +3220,7 @@ int main(int argc, char **argv)
     RUN_CASE(loop_of_4_mib_huge_blocks_maps_o1);
     RUN_CASE(idle_process_gets_no_wakeups_and_thread_starts_lazily);
     RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
+    RUN_CASE(exit_does_not_write_into_segments_it_abandoned);
     RUN_CASE(background_off_creates_no_thread_and_purges_during_calls);
     RUN_CASE(purge_method_free_purges_and_memory_stays_sound);
     RUN_CASE(segment_cache_keeps_only_its_standby_after_the_unmap_delay);
