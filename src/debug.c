@@ -40,6 +40,7 @@ static struct {
     uint8_t fill_alloc, fill_free;
     int depth;
     size_t quarantine_max;
+    long quarantine_idle_ms; /* -1: never drained by time */
 } cfg;
 
 static void patterns_init(void);
@@ -80,6 +81,7 @@ void debug_init(void)
     cfg.fill_free = (uint8_t)option_get(OPT_DEBUG_FILL_FREE);
     cfg.depth = (int)option_get(OPT_DEBUG_TRACE_DEPTH);
     cfg.quarantine_max = (size_t)option_get(OPT_DEBUG_QUARANTINE);
+    cfg.quarantine_idle_ms = option_get(OPT_DEBUG_QUARANTINE_IDLE);
     patterns_init();
     reuse_init();
     /* Traces start at the caller of these. */
@@ -411,15 +413,38 @@ static void release_block(void *block)
  * threads do not queue on one lock. A thread whose own FIFO is empty evicts
  * from the others' (a free-only thread, a FIFO left by a thread that exited).
  * The shards are static: they outlive threads and a fork needs no repair.
+ *
+ * A block also leaves once it has waited EBB_DEBUG_QUARANTINE_IDLE ms, in a
+ * purge pass. Without this, a program that freed many small blocks in random
+ * order and then went idle, or went on freeing only now and then, kept
+ * nearly all of their pages resident for good: the 16 MiB of blocks last
+ * freed lie on almost every page, and a page with a block still held is
+ * never freed (2,000,000 x 64 bytes: 266 MB resident after the frees,
+ * against 16 MB in release mode). A free pays no clock read for this: a
+ * shard counts the blocks pushed and popped, so the block at its front is
+ * the popped-th ever pushed, and each pass samples every shard's push count
+ * with the time (shard_age_t); the blocks pushed before a sample at least
+ * the wait old go.
  * ------------------------------------------------------------------------- */
 #define QUARANTINE_SHARDS 64
 #define PREFETCH_BYTES 1024
 
 typedef struct quarantine_shard_s {
-    lock_t lock; /* the FIFO */
+    lock_t lock; /* the FIFO and its counts */
     debug_header_t *first, *last;
-    char pad[64 - sizeof(lock_t) - 2 * sizeof(void *)]; /* one cache line each */
+    uint64_t pushed, popped; /* blocks ever pushed, ever taken from the front */
+    char pad[64 - sizeof(lock_t) - 4 * sizeof(void *)]; /* one cache line each */
 } quarantine_shard_t;
+
+/* The purge passes' samples of one shard (under pass_lock): its push count
+ * at a time, a new one once the newest is a quarter of the wait old, so the
+ * SHARD_SAMPLES span at least twice the wait. */
+#define SHARD_SAMPLES 8
+typedef struct shard_age_s {
+    uint64_t pushed[SHARD_SAMPLES], ms[SHARD_SAMPLES];
+    unsigned newest, count;
+} shard_age_t;
+static shard_age_t shard_age[QUARANTINE_SHARDS] ebb_cold_bss;
 
 static quarantine_shard_t shards[QUARANTINE_SHARDS] ebb_cold_bss;
 static atomic_size_t q_bytes;      /* in all shards */
@@ -695,6 +720,7 @@ static size_t shard_take_locked(quarantine_shard_t *q, size_t need, debug_header
         q->first = old->qnext;
         if (q->first == NULL)
             q->last = NULL;
+        q->popped++;
         got += block_bytes(old);
         old->qnext = NULL;
         **out_tail = old;
@@ -739,9 +765,14 @@ static void quarantine_push(debug_header_t *h, size_t bytes)
     else
         q->first = h;
     q->last = h;
-    size_t total = atomic_fetch_add_explicit(&q_bytes, bytes, memory_order_relaxed) + bytes;
+    q->pushed++;
+    /* seq_cst, then the wake: the scavenger's protocol (purge.c), so that a
+     * quarantine that was empty is drained once its threads stop freeing. */
+    size_t total = atomic_fetch_add(&q_bytes, bytes) + bytes;
     if (total <= cfg.quarantine_max) {
         lock_release(&q->lock);
+        if (total == bytes && cfg.quarantine_idle_ms >= 0)
+            purge_wake();
         return;
     }
     /* Over the bound: evict the excess, own blocks first (under the lock
@@ -775,6 +806,59 @@ void debug_quarantine_flush(void)
         leave_quarantine_all(out);
     }
     reuse_flush();
+}
+
+/* Under pass_lock: record shard k's push count now (a sample at most every
+ * quarter of the wait), and return the count of the newest sample at least
+ * the wait old: every block pushed before it has waited that long. */
+static uint64_t shard_pushed_before(unsigned k, uint64_t pushed, uint64_t now_ms, uint64_t wait_ms)
+{
+    shard_age_t *a = &shard_age[k];
+    if (a->count == 0 || now_ms - a->ms[a->newest] >= wait_ms / 4) {
+        a->newest = (a->newest + 1) % SHARD_SAMPLES;
+        a->pushed[a->newest] = pushed;
+        a->ms[a->newest] = now_ms;
+        if (a->count < SHARD_SAMPLES)
+            a->count++;
+    }
+    for (unsigned n = 0; n < a->count; n++) {
+        unsigned i = (a->newest + SHARD_SAMPLES - n) % SHARD_SAMPLES;
+        if (now_ms - a->ms[i] >= wait_ms)
+            return a->pushed[i];
+    }
+    return 0;
+}
+
+/* A purge pass (purge.c): the blocks that waited EBB_DEBUG_QUARANTINE_IDLE ms
+ * leave (with `force`, all of them). True while blocks remain for a later
+ * pass. */
+bool debug_quarantine_decay(uint64_t now_ms, bool force)
+{
+    if (cfg.quarantine_idle_ms < 0 && !force)
+        return false;
+    for (unsigned k = 0; k < QUARANTINE_SHARDS; k++) {
+        quarantine_shard_t *q = &shards[k];
+        debug_header_t *out = NULL, **out_tail = &out;
+        lock_acquire(&q->lock);
+        uint64_t before = shard_pushed_before(k, q->pushed, now_ms, (uint64_t)cfg.quarantine_idle_ms);
+        size_t got = 0;
+        if (force)
+            got = shard_take_locked(q, SIZE_MAX, &out_tail, NULL);
+        while (q->first && q->popped < before)
+            got += shard_take_locked(q, 1, &out_tail, NULL);
+        lock_release(&q->lock);
+        if (got) {
+            atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
+            leave_quarantine_all(out);
+        }
+    }
+    return debug_quarantine_pending();
+}
+
+/* The purge pass's re-check: seq_cst, as the count's increments. */
+bool debug_quarantine_pending(void)
+{
+    return cfg.quarantine_idle_ms >= 0 && atomic_load(&q_bytes) != 0;
 }
 
 size_t debug_quarantine_bytes(void)

@@ -957,6 +957,8 @@ size_t debug_quarantine_bytes(void);
 size_t debug_reuse_bytes(void);
 bool debug_reuse_decay(uint64_t now_ms, bool force);
 bool debug_reuse_pending(void);
+bool debug_quarantine_decay(uint64_t now_ms, bool force);
+bool debug_quarantine_pending(void);
 void debug_quarantine_flush(void);
 uint16_t debug_context_current(void);
 const char *debug_context_name(uint16_t id);

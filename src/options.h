@@ -21,6 +21,7 @@ typedef enum {
     OPT_DEBUG,             /* 0/1: debug mode */
     OPT_DEBUG_ON_ERROR,    /* 0 = abort, 1 = continue */
     OPT_DEBUG_QUARANTINE,  /* bytes of freed blocks held back */
+    OPT_DEBUG_QUARANTINE_IDLE, /* ms without a free after which a thread's quarantine drains */
     OPT_DEBUG_FILL_ALLOC,  /* byte written into new blocks */
     OPT_DEBUG_FILL_FREE,   /* byte written into freed blocks */
     OPT_DEBUG_TRACE_DEPTH, /* frames per stack trace */

@@ -13,8 +13,9 @@
  *   4. abandoned segments: collect what other threads freed into them (segment.c);
  *   5. idle heaps with remote frees: free the pages whose blocks all came back
  *      while their owner slept (heap.c, page.c);
- *   6. in debug mode, the reuse cache: purge and release the blocks that
- *      waited a delay (debug.c; first in the pass, so that 5 finds them).
+ *   6. in debug mode, the quarantine shards of threads that stopped freeing,
+ *      and the reuse cache: purge and release the blocks that waited a delay
+ *      (debug.c; first in the pass, so that 5 finds them).
  * Passes run one at a time (pass_lock) and, while anything is pending, one
  * purge delay apart; so a slice is purged between one and two delays after it
  * was freed. With no pending work the scavenger sleeps on a condition variable
@@ -244,7 +245,7 @@ static bool purge_pending(void)
     lock_release(&purge_lock);
     return listed || huge_cache_pending() || segment_cache_pending() ||
            segment_abandoned_pending() || heap_scavenge_pending() ||
-           (debug_enabled && debug_reuse_pending());
+           (debug_enabled && (debug_reuse_pending() || debug_quarantine_pending()));
 }
 
 /* One pass; the caller holds pass_lock. True if work remains for later. */
@@ -254,9 +255,12 @@ static bool purge_pass_locked(bool force)
     uint64_t now = os_now_ms();
     long delay = purge_delay_ms();
     bool pending = false;
-    /* Debug mode's reuse cache first: its blocks go back to their pages. */
-    if (debug_enabled)
+    /* Debug mode's quarantine and reuse cache first: their blocks go back
+     * to their pages. */
+    if (debug_enabled) {
+        pending |= debug_quarantine_decay(now, force);
         pending |= debug_reuse_decay(now, force);
+    }
     /* Idle heaps next: the pages they give up join the segments below. */
     heap_scavenge(now, delay > 0 ? (uint64_t)delay : 0, force);
     segment_abandoned_collect(force);

@@ -973,6 +973,70 @@ static void debug_mode_random_sizes_stay_within_bound(void)
     expect_child_passes("child_debug_mode_random_sizes_stay_within_bound", env, 240);
 }
 
+/* Seed 000 (FastMM's debug mode held on to what the program freed): in debug
+ * mode, 1,000,000 blocks of 64 bytes freed in random order, then the program
+ * goes idle. The 16 MiB of blocks the quarantine holds lie on nearly every
+ * page of the 128 MiB; before blocks left the quarantine after waiting
+ * EBB_DEBUG_QUARANTINE_IDLE ms, all of it stayed resident for good. */
+#define SCATTER_BLOCKS 1000000
+
+static void child_debug_quarantine_lets_pages_go_back_after_its_wait(void)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st) == 0 && st.debug_mode, "run with EBB_DEBUG=1");
+    size_t array_bytes = SCATTER_BLOCKS * sizeof(void *);
+    void **p = mmap(NULL, array_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(p != MAP_FAILED, "mmap failed");
+    touch(p, array_bytes, 0);
+    long base = rss_settled();
+    for (size_t i = 0; i < SCATTER_BLOCKS; i++) {
+        p[i] = malloc(64);
+        REQUIRE(p[i] != NULL, "malloc(64) returned NULL");
+        touch(p[i], 64, 5);
+    }
+    uint64_t rng = 0x2545F4914F6CDD1Dull;
+    for (size_t i = SCATTER_BLOCKS - 1; i > 0; i--) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        size_t j = (size_t)(rng % (i + 1));
+        void *t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+    for (size_t i = 0; i < SCATTER_BLOCKS; i++)
+        free(p[i]);
+    long held = rss_now();
+    CHECK(held - base >= (long)(64 * MiB),
+          "the blocks should still be resident right after the frees; RSS grew by %.1f MiB",
+          mib(held - base));
+    /* Wait as expect_rss_back does, but free a block every 20 ms meanwhile:
+     * a thread that goes on freeing now and then must not keep the old
+     * blocks in its quarantine for good (it did with a drain of idle
+     * quarantines only). */
+    double t0 = check_now();
+    long now = held;
+    while (now > base + (long)(4 * MiB) && check_now() - t0 < idle_deadline_s()) {
+        free(malloc(100));
+        sleep_ms(POLL_MS);
+        now = rss_now();
+    }
+    printf("    info: debug mode, 1,000,000 x 64 B freed in random order, then one free every "
+           "20 ms: before %.1f MiB, when idle %.1f MiB (+%.1f), after %.2f s: %.1f MiB (%+.1f)\n",
+           mib(base), mib(held), mib(held - base), check_now() - t0, mib(now), mib(now - base));
+    CHECK(now <= base + (long)(4 * MiB),
+          "expected anonymous RSS within 4 MiB of %.1f MiB within %.2f s; it was %.1f MiB",
+          mib(base), idle_deadline_s(), mib(now));
+    munmap(p, array_bytes);
+}
+
+static void debug_quarantine_lets_pages_go_back_after_its_wait(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", "EBB_DEBUG=1", "EBB_DEBUG_LEAKS=off",
+                                      NULL};
+    expect_child_passes("child_debug_quarantine_lets_pages_go_back_after_its_wait", env, 120);
+}
+
 /* ---------------------------------------------------------------------------
  * 3c. DESIGN (retention bounds; the huge cache of internal.h, item 6): right
  * after the frees, before any purge delay, the huge cache holds at most
@@ -3164,6 +3228,7 @@ static const named_case_t child_cases[] = {
 #if !defined(PURGE_HOOKS) && !defined(PURGE_TSAN_STRESS)
     CHILD_CASE(child_random_sizes_keep_a_flat_peak_and_no_ratchet),
     CHILD_CASE(child_debug_mode_random_sizes_stay_within_bound),
+    CHILD_CASE(child_debug_quarantine_lets_pages_go_back_after_its_wait),
     CHILD_CASE(child_join_many_threads_before_the_scavenger_exists),
     CHILD_CASE(child_memory_freed_before_the_scavenger_starts_comes_back),
     CHILD_CASE(child_segments_emptied_by_remote_large_frees_are_released),
@@ -3233,6 +3298,7 @@ int main(int argc, char **argv)
     RUN_CASE(producer_consumer_memory_comes_back_when_all_idle);
     RUN_CASE(random_sizes_keep_a_flat_peak_and_no_ratchet);
     RUN_CASE(debug_mode_random_sizes_stay_within_bound);
+    RUN_CASE(debug_quarantine_lets_pages_go_back_after_its_wait);
     RUN_CASE(huge_cache_holds_at_most_64_mib_resident);
     RUN_CASE(thousand_idle_threads_keep_nothing_back);
     RUN_CASE(exited_threads_blocks_freed_later_by_main_come_back);

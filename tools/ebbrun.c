@@ -51,13 +51,13 @@ static void usage(FILE *out)
             prog);
     for (int i = 0; i < OPT_COUNT; i++) {
         const option_desc_t *d = &option_table[i];
-        fprintf(out, "  %-20s %s\n", d->name, d->doc);
+        fprintf(out, "  %-25s %s\n", d->name, d->doc);
         if (d->is_text)
-            fprintf(out, "  %-20s   (a file name; unset by default)\n", "");
+            fprintf(out, "  %-25s   (a file name; unset by default)\n", "");
         else if (d->choices)
-            fprintf(out, "  %-20s   (one of the names; default %s)\n", "", d->choices[d->def]);
+            fprintf(out, "  %-25s   (one of the names; default %s)\n", "", d->choices[d->def]);
         else
-            fprintf(out, "  %-20s   (%ld to %ld; default %ld)\n", "", d->min, d->max, d->def);
+            fprintf(out, "  %-25s   (%ld to %ld; default %ld)\n", "", d->min, d->max, d->def);
     }
     fprintf(out, "\nUnknown or malformed EBB_* variables are reported by ebb itself, once, "
                  "when the program starts.\n");
