@@ -851,6 +851,8 @@ static inline void heap_collect_if_asked(heap_t *heap)
 bool heap_scavenge_pending(void);
 /* Tests: sleep `ms` in every thread exit right after its segments are abandoned. */
 void heap_inject_exit_pause(long ms);
+/* Tests: sleep `ms` in every collect pass of abandoned segments before they go back on the list. */
+void segment_inject_collect_pause(long ms);
 
 /* ---------------------------------------------------------------------------
  * alloc.c / large.c — the generic (slow) allocation entry points

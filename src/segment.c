@@ -746,6 +746,8 @@ bool segment_abandoned_pending(void)
  * release the segment if nothing is left in it. A segment is taken off the
  * list while it is worked on, so no thread can reclaim it meanwhile; a remote
  * free of a large page then finds it off the list and only releases its run. */
+static atomic_long collect_pause_ms; /* tests: widen the window before the put-back */
+
 void segment_abandoned_collect(bool force)
 {
     if (!atomic_exchange(&abandoned_dirty, 0) && !force)
@@ -774,15 +776,33 @@ void segment_abandoned_collect(bool force)
         if (empty)
             segment_release(seg);
     }
+    long pause = atomic_load_explicit(&collect_pause_ms, memory_order_relaxed);
+    if (ebb_unlikely(pause > 0) && done)
+        os_sleep_ms(pause);
     /* Put back the segments that still hold live blocks, with their room as
-     * the collection left it. */
+     * the collection left it, and release those that hold none any more: a
+     * large block another thread freed while the segment was off the list
+     * only had its run released (segment_free_large_remote), and left the
+     * segment entirely free. (Review finding: such a segment stayed listed,
+     * 4 MiB of address space and a header page, until some later free into
+     * an abandoned segment started another pass.) Large remote frees change
+     * free_slices under abandoned_lock only, so the check holds until the push. */
     while (done) {
         segment_t *seg = done;
         done = seg->next;
         lock_acquire(&abandoned_lock);
-        abandoned_push_locked(seg);
+        bool empty = atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL;
+        if (!empty)
+            abandoned_push_locked(seg);
         lock_release(&abandoned_lock);
+        if (empty)
+            segment_release(seg);
     }
+}
+
+void segment_inject_collect_pause(long ms)
+{
+    atomic_store(&collect_pause_ms, ms);
 }
 
 bool segment_abandoned_room_unknown(const segment_t *seg, unsigned cls)

@@ -69,6 +69,7 @@ extern unsigned long purge_wakeup_count(void);
 extern int purge_thread_state(void);
 extern void purge_inject_start_delay(long ms);
 extern void heap_inject_exit_pause(long ms);
+extern void segment_inject_collect_pause(long ms);
 extern void purge_run(bool force);
 enum { STATE_NONE = 0, STATE_STARTING, STATE_RUNNING, STATE_FAILED, STATE_DISABLED };
 #endif
@@ -2911,6 +2912,60 @@ static void exit_does_not_write_into_segments_it_abandoned(void)
     expect_child_passes("child_exit_does_not_write_into_segments_it_abandoned", env, 60);
 }
 
+/* Review finding: a purge pass collecting abandoned segments keeps each off
+ * the list until the pass ends. A large block freed by another thread
+ * meanwhile only had its run released, and the pass put the segment, now
+ * entirely free, back on the list, where it stayed until some later free into
+ * an abandoned segment started another pass. The pass that a thread's exit
+ * starts is paused (300 ms) before its put-back here, and main frees the
+ * thread's block in that pause. */
+static void *collect_race_block;
+
+static void *leave_a_large_block(void *unused)
+{
+    (void)unused;
+    collect_race_block = malloc(512 * KiB);
+    if (collect_race_block)
+        touch(collect_race_block, 512 * KiB, 1);
+    return NULL; /* exits: its segment is abandoned, and a pass collects it */
+}
+
+static void child_segment_emptied_during_a_collect_pass_is_released(void)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    scavenger_start();
+    segment_inject_collect_pause(300);
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, leave_a_large_block, NULL) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    REQUIRE(collect_race_block != NULL, "malloc returned NULL");
+    sleep_ms(50); /* the pass the exit started holds the segment off the list */
+    free(collect_race_block);
+    /* ebb_stats_get waits for the pass to end (pass_lock): how long it waited
+     * shows the free came during the pause. */
+    double t0 = check_now();
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    double waited = check_now() - t0;
+    while (st.segments_abandoned != 0 && check_now() - t0 < 1.5) {
+        sleep_ms(POLL_MS);
+        REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    }
+    segment_inject_collect_pause(0);
+    printf("    info: the free came %.2f s before the paused pass ended; abandoned segments "
+           "%.2f s after the free: %llu\n", waited, check_now() - t0,
+           (unsigned long long)st.segments_abandoned);
+    CHECK(waited >= 0.1, "the test expects the free inside the pass's 300 ms pause; the pass "
+          "ended %.2f s after it", waited);
+    CHECK(st.segments_abandoned == 0, "the emptied segment should not stay abandoned; %llu listed "
+          "1.5 s after the free", (unsigned long long)st.segments_abandoned);
+}
+
+static void segment_emptied_during_a_collect_pass_is_released(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=10", NULL};
+    expect_child_passes("child_segment_emptied_during_a_collect_pass_is_released", env, 60);
+}
+
 static void child_free_while_scavenger_starts_wakes_it(void)
 {
     REQUIRE(purge_thread_state() == STATE_NONE, "no scavenger should exist yet; state %d",
@@ -3253,6 +3308,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_idle_process_gets_no_wakeups),
     CHILD_CASE(child_free_while_scavenger_starts_wakes_it),
     CHILD_CASE(child_exit_does_not_write_into_segments_it_abandoned),
+    CHILD_CASE(child_segment_emptied_during_a_collect_pass_is_released),
     CHILD_CASE(child_background_off_returns_memory_during_calls),
     CHILD_CASE(child_purge_method_free_works),
     CHILD_CASE(child_segment_cache_keeps_only_its_standby),
@@ -3286,6 +3342,7 @@ int main(int argc, char **argv)
     RUN_CASE(idle_process_gets_no_wakeups_and_thread_starts_lazily);
     RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
     RUN_CASE(exit_does_not_write_into_segments_it_abandoned);
+    RUN_CASE(segment_emptied_during_a_collect_pass_is_released);
     RUN_CASE(background_off_creates_no_thread_and_purges_during_calls);
     RUN_CASE(purge_method_free_purges_and_memory_stays_sound);
     RUN_CASE(segment_cache_keeps_only_its_standby_after_the_unmap_delay);
