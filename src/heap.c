@@ -159,6 +159,7 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
     atomic_store(&heap->remote_pending, 0);
     atomic_store(&heap->retained_pending, 0);
     atomic_store(&heap->collect_asked, 0);
+    atomic_store(&heap->collect_cost_us, 0);
     atomic_store(&heap->revoked, 0);
     /* slow_count only grows, and scav_seen_* belong to the scavenger. */
 }
@@ -413,8 +414,17 @@ static bool heap_quiesce(heap_t *h)
  * inside the allocator, or holds its lock, much of the time. An owner that
  * stops before it sees the request is idle a purge delay later, and the
  * request, still pending, makes the scavenger collect for it as above.
+ * A collection walks every page of the heap, so requests are spaced by at
+ * least 100 times the last one's duration as well: at most 1% of the owner's
+ * time, however large its heap.
  * ------------------------------------------------------------------------- */
 #define BUSY_COLLECT_MS 250
+
+static uint64_t busy_collect_wait_ms(const heap_t *h)
+{
+    uint64_t cost_ms = atomic_load_explicit(&h->collect_cost_us, memory_order_relaxed) / 10;
+    return cost_ms > BUSY_COLLECT_MS ? cost_ms : BUSY_COLLECT_MS;
+}
 
 void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
 {
@@ -454,7 +464,7 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
                 done = !quiesce_ready; /* without membarrier, this is all we can do */
             }
             lock_release(&h->lock);
-        } else if (!idle && remote && now_ms - h->scav_remote_ms >= BUSY_COLLECT_MS) {
+        } else if (!idle && remote && now_ms - h->scav_remote_ms >= busy_collect_wait_ms(h)) {
             atomic_store(&h->collect_asked, 1); /* stays pending until served */
             h->scav_remote_ms = now_ms | 1;
             remote = 0;
@@ -474,12 +484,14 @@ void heap_collect_asked(heap_t *heap)
 {
     if (!atomic_exchange(&heap->collect_asked, 0))
         return;
+    uint64_t t0 = os_now_us();
     heap_collect_pages(heap, false);
     segment_t *next;
     for (segment_t *seg = heap->segments; seg; seg = next) {
         next = seg->next;
         segment_maybe_release(heap, seg); /* keeps the last */
     }
+    atomic_store_explicit(&heap->collect_cost_us, os_now_us() - t0, memory_order_relaxed);
 }
 
 /* ---------------------------------------------------------------------------

@@ -462,8 +462,10 @@ typedef struct heap_s {
     uint64_t scav_remote_ms;
     /* Set by the scavenger when remote frees have waited long on a heap whose
      * owner keeps running; the owner's next locked slow path collects
-     * (heap_collect_asked) and clears it. */
+     * (heap_collect_asked) and clears it, recording how long that took (us),
+     * which spaces the next request. */
     atomic_int collect_asked;
+    _Atomic(uint64_t) collect_cost_us;
     /* Any thread: the owner kept an empty page for reuse (page.c); the
      * scavenger takes it back when the owner stays idle. */
     atomic_int retained_pending;
@@ -612,6 +614,7 @@ void os_no_huge_pages(void *p, size_t size);
  * subrange would split it in two, and mremap moves only whole mappings. */
 void os_huge_pages(void *p, size_t size);
 uint64_t os_now_ms(void);
+uint64_t os_now_us(void);
 void os_sleep_ms(long ms);
 void os_write_stderr(const char *s, size_t len);
 /* Open `path` for reading; -1 on failure. errno is kept. */

@@ -152,6 +152,13 @@ bool os_thread_alive(int tid)
     return alive;
 }
 
+uint64_t os_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 uint64_t os_now_ms(void)
 {
     struct timespec ts;
