@@ -217,7 +217,8 @@ void __tsan_acquire(void *addr);
  *      the same bytes, <= HUGE_SPARE_MAX spare ranges cut off its mappings,
  *      unmapped after one purge delay.
  *   7. Debug mode only: the quarantine (EBB_DEBUG_QUARANTINE bytes, held until
- *      later frees push its blocks out or malloc_trim), and the reuse cache of
+ *      later frees push its blocks out, EBB_DEBUG_QUARANTINE_IDLE ms pass or
+ *      malloc_trim), and the reuse cache of
  *      16..128 KiB blocks out of it (a quarter of that bound; purged and
  *      released between one and two purge delays after they came, debug.c).
  * So an idle process holds, beyond its live blocks, at most: page headers,
