@@ -408,8 +408,9 @@ static bool heap_quiesce(heap_t *h)
  * of 64-byte blocks for consumers to free, then went on with other sizes,
  * kept all of it resident). Once remote frees have been pending on it for
  * BUSY_COLLECT_MS, the scavenger sets `collect_asked`; the owner's next locked
- * slow path collects every page, frees the empty ones but its one kept page
- * per class, and releases its entirely free segments but its last
+ * slow path collects every page, frees the empty ones (keeping an empty page
+ * only where it is its class's only page), and releases its entirely free
+ * segments but its last
  * (heap_collect_asked). Quiescing a running owner would mostly fail: it is
  * inside the allocator, or holds its lock, much of the time. An owner that
  * stops before it sees the request is idle a purge delay later, and the
@@ -462,6 +463,8 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
             } else {
                 heap_steal_free_pages(h);
                 done = !quiesce_ready; /* without membarrier, this is all we can do */
+                if (done) /* so the request does not keep the scavenger busy */
+                    atomic_store(&h->collect_asked, 0);
             }
             lock_release(&h->lock);
         } else if (!idle && remote && now_ms - h->scav_remote_ms >= busy_collect_wait_ms(h)) {
@@ -477,6 +480,14 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
         }
     }
     lock_release(&heap_pool_lock);
+}
+
+/* Tests: a request to collect for the calling thread's heap, as the
+ * scavenger makes it. */
+void heap_inject_collect_request(void)
+{
+    if (tls.heap != &heap_empty)
+        atomic_store(&tls.heap->collect_asked, 1);
 }
 
 /* Owner, lock held: the collection heap_scavenge asked for, if it did. */

@@ -857,6 +857,8 @@ bool heap_scavenge_pending(void);
 void heap_inject_exit_pause(long ms);
 /* Tests: sleep `ms` in every collect pass of abandoned segments before they go back on the list. */
 void segment_inject_collect_pause(long ms);
+/* Tests: ask the calling thread's heap to collect, as the scavenger does. */
+void heap_inject_collect_request(void);
 
 /* ---------------------------------------------------------------------------
  * alloc.c / large.c — the generic (slow) allocation entry points
@@ -964,6 +966,8 @@ size_t debug_reuse_bytes(void);
 bool debug_reuse_decay(uint64_t now_ms, bool force);
 bool debug_reuse_pending(void);
 bool debug_quarantine_decay(uint64_t now_ms, bool force);
+bool debug_untraced_begin(void);
+void debug_untraced_end(bool was);
 bool debug_quarantine_pending(void);
 void debug_quarantine_flush(void);
 uint16_t debug_context_current(void);

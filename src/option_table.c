@@ -46,7 +46,7 @@ const option_desc_t option_table[OPT_COUNT] = {
     [OPT_DEBUG_QUARANTINE] = {"EBB_DEBUG_QUARANTINE", 16 << 20, 0, 1L << 40, NULL, false,
                               "bytes of freed blocks held back (filled, checked when they "
                               "leave) before reuse"},
-    [OPT_DEBUG_QUARANTINE_IDLE] = {"EBB_DEBUG_QUARANTINE_IDLE", 200, -1, 3600000, NULL, false,
+    [OPT_DEBUG_QUARANTINE_IDLE] = {"EBB_DEBUG_QUARANTINE_IDLE", 1000, -1, 3600000, NULL, false,
                                    "ms a freed block waits in the quarantine at most; then "
                                    "it is checked and released, so its page can go back "
                                    "(-1: no limit)"},

@@ -395,7 +395,9 @@ static void purge_start_thread(void)
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 64 * 1024);
     pthread_t tid;
+    bool traced = debug_untraced_begin(); /* its allocations are ebb's */
     int rc = pthread_create(&tid, &attr, scavenger_main, NULL);
+    debug_untraced_end(traced);
     pthread_attr_destroy(&attr);
     long delay = atomic_load_explicit(&start_delay_ms, memory_order_relaxed);
     if (ebb_unlikely(delay > 0))

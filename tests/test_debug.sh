@@ -67,6 +67,7 @@ expect() {
 }
 
 expect double_free          "double free"                                          allocate_victim
+expect double_free_late     "double free"                                          allocate_victim
 expect free_foreign         "free of a pointer ebb never returned (foreign)"       -
 expect free_stack           "free of a pointer ebb never returned (foreign)"       -
 expect free_interior        "free of an interior pointer"                          allocate_victim
@@ -88,6 +89,7 @@ expect usable_size_freed    "malloc_usable_size of a freed block"               
 expect free_list_write      "corrupted free list"                                  -
 expect verify_overflow      "heap-buffer-overflow"                                 allocate_victim
 expect verify_use_after_free "heap-use-after-free"                                 allocate_victim
+expect use_after_free_late  "heap-use-after-free"                                 allocate_victim
 
 # The details that only some reports carry.
 name=details

@@ -53,7 +53,12 @@
 #include <spawn.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "ebb.h"
@@ -70,6 +75,7 @@ extern int purge_thread_state(void);
 extern void purge_inject_start_delay(long ms);
 extern void heap_inject_exit_pause(long ms);
 extern void segment_inject_collect_pause(long ms);
+extern void heap_inject_collect_request(void);
 extern void purge_run(bool force);
 enum { STATE_NONE = 0, STATE_STARTING, STATE_RUNNING, STATE_FAILED, STATE_DISABLED };
 #endif
@@ -1015,9 +1021,11 @@ static void child_debug_quarantine_lets_pages_go_back_after_its_wait(void)
      * a thread that goes on freeing now and then must not keep the old
      * blocks in its quarantine for good (it did with a drain of idle
      * quarantines only). */
+    /* The deadline: the blocks' wait in the quarantine, then as usual. */
+    double deadline = (double)env_long("EBB_DEBUG_QUARANTINE_IDLE", 1000) / 1000.0 + idle_deadline_s();
     double t0 = check_now();
     long now = held;
-    while (now > base + (long)(4 * MiB) && check_now() - t0 < idle_deadline_s()) {
+    while (now > base + (long)(4 * MiB) && check_now() - t0 < deadline) {
         free(malloc(100));
         sleep_ms(POLL_MS);
         now = rss_now();
@@ -1027,8 +1035,44 @@ static void child_debug_quarantine_lets_pages_go_back_after_its_wait(void)
            mib(base), mib(held), mib(held - base), check_now() - t0, mib(now), mib(now - base));
     CHECK(now <= base + (long)(4 * MiB),
           "expected anonymous RSS within 4 MiB of %.1f MiB within %.2f s; it was %.1f MiB",
-          mib(base), idle_deadline_s(), mib(now));
+          mib(base), deadline, mib(now));
     munmap(p, array_bytes);
+}
+
+/* Review finding: in debug mode only small-page slow paths could start the
+ * scavenger, so a program whose allocations were all runs of slices (here
+ * 64 x 256 KiB) never got one, and what its quarantine held stayed resident
+ * (15 MiB, for good). Every debug-mode allocation may start it now. */
+static void child_debug_mode_large_blocks_alone_come_back(void)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st) == 0 && st.debug_mode, "run with EBB_DEBUG=1");
+    void *blocks[64];
+    long base = rss_settled();
+    for (int i = 0; i < 64; i++) {
+        blocks[i] = malloc(256 * KiB);
+        REQUIRE(blocks[i] != NULL, "malloc(256 KiB) returned NULL");
+        touch(blocks[i], 256 * KiB, i + 1);
+    }
+    long held = rss_now();
+    for (int i = 0; i < 64; i++)
+        free(blocks[i]);
+    double deadline = (double)env_long("EBB_DEBUG_QUARANTINE_IDLE", 1000) / 1000.0 + idle_deadline_s();
+    rss_poll_t r = rss_poll_down_to(base + (long)(2 * MiB), deadline);
+    ebb_stats_get(&st);
+    printf("    info: debug mode, 64 x 256 KiB freed: before %.1f MiB, when held %.1f MiB, %s "
+           "%.2f s: %.1f MiB (%+.1f); scavenger running: %d\n", mib(base), mib(held),
+           r.reached ? "back after" : "NOT back after", r.waited_s, mib(r.last), mib(r.last - base),
+           (int)st.scavenger_running);
+    CHECK(r.reached, "expected anonymous RSS within 2 MiB of %.1f MiB within %.2f s; it was "
+          "%.1f MiB", mib(base), deadline, mib(r.last));
+}
+
+static void debug_mode_large_blocks_alone_come_back(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", "EBB_DEBUG=1", "EBB_DEBUG_LEAKS=off",
+                                      NULL};
+    expect_child_passes("child_debug_mode_large_blocks_alone_come_back", env, 60);
 }
 
 static void debug_quarantine_lets_pages_go_back_after_its_wait(void)
@@ -2930,6 +2974,73 @@ static void *leave_a_large_block(void *unused)
     return NULL; /* exits: its segment is abandoned, and a pass collects it */
 }
 
+/* Review finding: without membarrier (kernels before 4.14, or a seccomp
+ * filter that refuses it; one is installed here), the scavenger cannot
+ * quiesce a heap. A running owner asked to collect (heap_collect_asked) that
+ * went idle before serving the request kept it set for good, and the request
+ * counts as pending work: the scavenger ran a pass every purge delay for as
+ * long as that thread slept (+100 passes in 5 s, in about half the runs of
+ * the reviewer's program). Here the owner gets its request just as it stops
+ * (test hook heap_inject_collect_request), with blocks main freed into its
+ * pages. */
+static struct {
+    void *blocks[1000];
+    atomic_int phase; /* 1: built; 2: asked and stopped for good */
+} nomb;
+
+static void *nomb_owner_main(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < 1000; i++)
+        nomb.blocks[i] = malloc(64);
+    atomic_store(&nomb.phase, 1);
+    while (atomic_load(&nomb.phase) != 2)
+        sleep_ms(1);
+    heap_inject_collect_request();
+    for (;;)
+        pause(); /* idle until the process exits */
+    return NULL;
+}
+
+static void child_no_membarrier_idle_owners_let_the_scavenger_sleep(void)
+{
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof filter / sizeof filter[0], filter};
+    REQUIRE(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+                syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0,
+            "could not install the seccomp filter: %s", strerror(errno));
+    scavenger_start();
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, nomb_owner_main, NULL) == 0, "pthread_create failed");
+    pthread_detach(t);
+    while (atomic_load(&nomb.phase) != 1)
+        sleep_ms(1);
+    for (int i = 0; i < 1000; i += 2)
+        free(nomb.blocks[i]); /* remote frees into the owner's pages */
+    atomic_store(&nomb.phase, 2);
+    sleep_ms(1500); /* the owner is idle: the scavenger does what it can */
+    struct ebb_stats a = {.version = EBB_STATS_VERSION}, b = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&a) == 0, "ebb_stats_get failed");
+    sleep_ms(2000);
+    REQUIRE(ebb_stats_get(&b) == 0, "ebb_stats_get failed");
+    printf("    info: without membarrier, over 2 s with every thread idle: %llu passes, %llu wake-ups\n",
+           (unsigned long long)(b.purge_passes - a.purge_passes),
+           (unsigned long long)(b.scavenger_wakeups - a.scavenger_wakeups));
+    CHECK(b.purge_passes - a.purge_passes <= 2, "the scavenger should sleep while every thread is "
+          "idle; it ran %llu passes in 2 s", (unsigned long long)(b.purge_passes - a.purge_passes));
+}
+
+static void no_membarrier_idle_owners_let_the_scavenger_sleep(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_no_membarrier_idle_owners_let_the_scavenger_sleep", env, 60);
+}
+
 static void child_segment_emptied_during_a_collect_pass_is_released(void)
 {
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
@@ -3284,6 +3395,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_random_sizes_keep_a_flat_peak_and_no_ratchet),
     CHILD_CASE(child_debug_mode_random_sizes_stay_within_bound),
     CHILD_CASE(child_debug_quarantine_lets_pages_go_back_after_its_wait),
+    CHILD_CASE(child_debug_mode_large_blocks_alone_come_back),
     CHILD_CASE(child_join_many_threads_before_the_scavenger_exists),
     CHILD_CASE(child_memory_freed_before_the_scavenger_starts_comes_back),
     CHILD_CASE(child_segments_emptied_by_remote_large_frees_are_released),
@@ -3309,6 +3421,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_free_while_scavenger_starts_wakes_it),
     CHILD_CASE(child_exit_does_not_write_into_segments_it_abandoned),
     CHILD_CASE(child_segment_emptied_during_a_collect_pass_is_released),
+    CHILD_CASE(child_no_membarrier_idle_owners_let_the_scavenger_sleep),
     CHILD_CASE(child_background_off_returns_memory_during_calls),
     CHILD_CASE(child_purge_method_free_works),
     CHILD_CASE(child_segment_cache_keeps_only_its_standby),
@@ -3343,6 +3456,7 @@ int main(int argc, char **argv)
     RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
     RUN_CASE(exit_does_not_write_into_segments_it_abandoned);
     RUN_CASE(segment_emptied_during_a_collect_pass_is_released);
+    RUN_CASE(no_membarrier_idle_owners_let_the_scavenger_sleep);
     RUN_CASE(background_off_creates_no_thread_and_purges_during_calls);
     RUN_CASE(purge_method_free_purges_and_memory_stays_sound);
     RUN_CASE(segment_cache_keeps_only_its_standby_after_the_unmap_delay);
@@ -3356,6 +3470,7 @@ int main(int argc, char **argv)
     RUN_CASE(random_sizes_keep_a_flat_peak_and_no_ratchet);
     RUN_CASE(debug_mode_random_sizes_stay_within_bound);
     RUN_CASE(debug_quarantine_lets_pages_go_back_after_its_wait);
+    RUN_CASE(debug_mode_large_blocks_alone_come_back);
     RUN_CASE(huge_cache_holds_at_most_64_mib_resident);
     RUN_CASE(thousand_idle_threads_keep_nothing_back);
     RUN_CASE(exited_threads_blocks_freed_later_by_main_come_back);
