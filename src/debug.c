@@ -1281,8 +1281,10 @@ EBB_API void ebb_debug_set_context(const char *name)
  * finding: 64 freed blocks of 256 KiB held 15 MiB for good). */
 void *debug_alloc(size_t size, size_t alignment, bool zero)
 {
-    purge_poll(true); /* before the allocation, as alloc_generic does */
     DEBUG_ENTER();
+    purge_poll(true); /* before the allocation, as alloc_generic does; inside
+                         the mark, so a fault an inline pass reports is traced
+                         from the caller */
     void *r = alloc_impl(size, alignment, zero);
     DEBUG_LEAVE();
     return r;
@@ -1290,8 +1292,8 @@ void *debug_alloc(size_t size, size_t alignment, bool zero)
 
 void *debug_realloc(void *p, size_t size)
 {
-    purge_poll(true);
     DEBUG_ENTER();
+    purge_poll(true);
     void *r = realloc_impl(p, size);
     DEBUG_LEAVE();
     return r;

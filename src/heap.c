@@ -159,6 +159,7 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
     atomic_store(&heap->remote_pending, 0);
     atomic_store(&heap->retained_pending, 0);
     atomic_store(&heap->collect_asked, 0);
+    atomic_store(&heap->collect_parked, 0);
     atomic_store(&heap->collect_cost_us, 0);
     atomic_store(&heap->revoked, 0);
     /* slow_count only grows, and scav_seen_* belong to the scavenger. */
@@ -415,6 +416,11 @@ static bool heap_quiesce(heap_t *h)
  * inside the allocator, or holds its lock, much of the time. An owner that
  * stops before it sees the request is idle a purge delay later, and the
  * request, still pending, makes the scavenger collect for it as above.
+ * Without membarrier the scavenger cannot do that: its visit to an idle heap
+ * with remote frees then leaves a request "parked" for the owner (set, but
+ * no longer counted as work for the scavenger, which may sleep), and the
+ * owner's next locked slow path collects whatever the visit could not reach.
+ * (Clearing the request instead let those blocks wait for good.)
  * A collection walks every page of the heap, so requests are spaced by at
  * least 100 times the last one's duration as well: at most 1% of the owner's
  * time, however large its heap.
@@ -433,7 +439,8 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
     for (heap_t *h = heap_all; h; h = h->all_next) {
         if (!h->in_use)
             continue;
-        bool asked = atomic_load(&h->collect_asked); /* and not served yet */
+        /* A request not served yet, unless parked for the owner. */
+        bool asked = atomic_load(&h->collect_asked) && !atomic_load(&h->collect_parked);
         int remote = atomic_exchange(&h->remote_pending, 0) || asked;
         int retained = atomic_exchange(&h->retained_pending, 0);
         if (!remote)
@@ -463,11 +470,14 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
             } else {
                 heap_steal_free_pages(h);
                 done = !quiesce_ready; /* without membarrier, this is all we can do */
-                if (done) /* so the request does not keep the scavenger busy */
-                    atomic_store(&h->collect_asked, 0);
+                if (done && remote) { /* the rest is the owner's, when it runs */
+                    atomic_store(&h->collect_parked, 1);
+                    atomic_store(&h->collect_asked, 1);
+                }
             }
             lock_release(&h->lock);
         } else if (!idle && remote && now_ms - h->scav_remote_ms >= busy_collect_wait_ms(h)) {
+            atomic_store(&h->collect_parked, 0);
             atomic_store(&h->collect_asked, 1); /* stays pending until served */
             h->scav_remote_ms = now_ms | 1;
             remote = 0;
@@ -561,7 +571,7 @@ bool heap_scavenge_pending(void)
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h && !pending; h = h->all_next)
         pending = h->in_use && (atomic_load(&h->remote_pending) || atomic_load(&h->retained_pending) ||
-                                atomic_load(&h->collect_asked));
+                                (atomic_load(&h->collect_asked) && !atomic_load(&h->collect_parked)));
     lock_release(&heap_pool_lock);
     return pending;
 }

@@ -467,6 +467,9 @@ typedef struct heap_s {
      * which spaces the next request. */
     atomic_int collect_asked;
     _Atomic(uint64_t) collect_cost_us;
+    /* The scavenger's: a request left for an idle owner that only the owner
+     * can serve (no membarrier); not counted as the scavenger's work. */
+    atomic_int collect_parked;
     /* Any thread: the owner kept an empty page for reuse (page.c); the
      * scavenger takes it back when the owner stays idle. */
     atomic_int retained_pending;

@@ -90,6 +90,7 @@ expect free_list_write      "corrupted free list"                               
 expect verify_overflow      "heap-buffer-overflow"                                 allocate_victim
 expect verify_use_after_free "heap-use-after-free"                                 allocate_victim
 expect use_after_free_late  "heap-use-after-free"                                 allocate_victim
+expect use_after_free_found_by_time "heap-use-after-free"                         allocate_victim EBB_BACKGROUND=0
 
 # The details that only some reports carry.
 name=details
@@ -112,6 +113,9 @@ grep -q "the byte at offset 50000 changed while the block was in quarantine" "$T
     fail "a write after free into a big block's purged pages is found, at its offset"
 grep -q "a write past the requested size (found at free): the byte at offset 10 was changed" "$TMP/ov" ||
     fail "the overflow report should say which byte changed"
+{ EBB_DEBUG=1 EBB_BACKGROUND=0 "$D/use_after_free_found_by_time" >/dev/null 2>"$TMP/uaftime"; } 2>/dev/null
+awk '/^  this call:/ { getline; print; exit }' "$TMP/uaftime" | grep -q " in main+" ||
+    fail "a fault found by an inline pass at a malloc should be traced from that malloc's caller: $(awk '/^  this call:/ { getline; print; exit }' "$TMP/uaftime")"
 { EBB_DEBUG=1 EBB_DEBUG_TRACE_DEPTH=0 "$D/double_free" >/dev/null 2>"$TMP/notrace"; } 2>/dev/null
 grep -q "(no stack trace)" "$TMP/notrace" || fail "EBB_DEBUG_TRACE_DEPTH=0 should record no traces"
 # Started through the loader (`ld.so ./prog`), whose /proc/self/exe is the
