@@ -375,7 +375,11 @@ static bool heap_quiesce(heap_t *h)
     for (segment_t *seg = h->segments; seg; seg = seg->next)
         atomic_store_explicit(&seg->thread_id, THREAD_ID_QUIESCED, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
-    os_membarrier();
+    if (!os_membarrier()) { /* refused since it was registered (review finding) */
+        quiesce_ready = false; /* from now on, as on a kernel without it */
+        heap_unquiesce(h);
+        return false;
+    }
     /* The owner may have died with its TLS unmapped ("Heaps of threads that
      * died", step 2): then nobody is inside. The byte the kernel read is the
      * one judged: loading it again could fault if the TLS went in between. */
@@ -505,6 +509,7 @@ void heap_collect_asked(heap_t *heap)
 {
     if (!atomic_exchange(&heap->collect_asked, 0))
         return;
+    atomic_store(&heap->collect_parked, 0);
     uint64_t t0 = os_now_us();
     heap_collect_pages(heap, false);
     segment_t *next;

@@ -638,11 +638,12 @@ int os_peek_byte(const void *p, uint8_t *out);
 /* Read up to cap bytes of a file; returns the count (0 on any error). */
 size_t os_read_file(const char *path, char *buf, size_t cap);
 unsigned long os_purge_calls(void);
-/* Asymmetric fences: after os_membarrier() returns, every other running
+/* Asymmetric fences: after os_membarrier() returns true, every other running
  * thread of the process has executed a full memory barrier. The register
- * call must succeed first (Linux >= 4.14). */
+ * call must succeed first (Linux >= 4.14); a later call can still fail (a
+ * seccomp filter installed since), and then no barrier ran. */
 bool os_membarrier_register(void);
-void os_membarrier(void);
+bool os_membarrier(void);
 /* Counters (relaxed atomics; exact when quiescent). */
 size_t os_mapped_bytes(void);
 unsigned long os_unmap_calls(void);

@@ -181,11 +181,12 @@ bool os_membarrier_register(void)
     return ok;
 }
 
-void os_membarrier(void)
+bool os_membarrier(void)
 {
     int saved = errno;
-    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    bool ok = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
     errno = saved;
+    return ok;
 }
 
 unsigned long os_purge_calls(void)

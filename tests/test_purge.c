@@ -3021,7 +3021,7 @@ static void *nomb_owner_main(void *unused)
     return NULL;
 }
 
-static void child_no_membarrier_idle_owners_let_the_scavenger_sleep(void)
+static void refuse_membarrier(void)
 {
     struct sock_filter filter[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -3033,7 +3033,18 @@ static void child_no_membarrier_idle_owners_let_the_scavenger_sleep(void)
     REQUIRE(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
                 syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0,
             "could not install the seccomp filter: %s", strerror(errno));
+}
+
+/* refused_after_start: membarrier is refused only once the scavenger has
+ * registered it (its first forced pass does), so that its later calls fail:
+ * the scavenger must then work as without it, not assume the barrier ran. */
+static void no_membarrier_run(bool refused_after_start)
+{
+    if (!refused_after_start)
+        refuse_membarrier();
     scavenger_start();
+    if (refused_after_start)
+        refuse_membarrier();
     pthread_t t;
     REQUIRE(start_thread(&t, 256 * KiB, nomb_owner_main, NULL) == 0, "pthread_create failed");
     while (atomic_load(&nomb.phase) != 1)
@@ -3053,6 +3064,12 @@ static void child_no_membarrier_idle_owners_let_the_scavenger_sleep(void)
            mib((long)b.xthread_pending_bytes));
     CHECK(b.purge_passes - a.purge_passes <= 2, "the scavenger should sleep while every thread is "
           "idle; it ran %llu passes in 2 s", (unsigned long long)(b.purge_passes - a.purge_passes));
+    /* Without a barrier the scavenger cannot know the owner is outside its
+     * lock-free paths, so it must not act as its owner: none of these pages
+     * came back whole, and the blocks wait for the owner. (Before its result
+     * was checked, a refused membarrier passed for a barrier.) */
+    CHECK(b.xthread_pending_bytes >= 8 * MiB, "without membarrier the scavenger must not collect "
+          "an owner's pages itself; %.1f MiB of 12 MiB still wait", mib((long)b.xthread_pending_bytes));
     atomic_store(&nomb.phase, 3); /* the owner runs again */
     double t0 = check_now();
     do {
@@ -3068,10 +3085,26 @@ static void child_no_membarrier_idle_owners_let_the_scavenger_sleep(void)
           mib((long)b.xthread_pending_bytes));
 }
 
+static void child_no_membarrier_idle_owners_let_the_scavenger_sleep(void)
+{
+    no_membarrier_run(false);
+}
+
+static void child_membarrier_refused_after_start_works_as_without(void)
+{
+    no_membarrier_run(true);
+}
+
 static void no_membarrier_idle_owners_let_the_scavenger_sleep(void)
 {
     static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
     expect_child_passes("child_no_membarrier_idle_owners_let_the_scavenger_sleep", env, 60);
+}
+
+static void membarrier_refused_after_start_works_as_without(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_membarrier_refused_after_start_works_as_without", env, 60);
 }
 
 static void child_segment_emptied_during_a_collect_pass_is_released(void)
@@ -3455,6 +3488,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_exit_does_not_write_into_segments_it_abandoned),
     CHILD_CASE(child_segment_emptied_during_a_collect_pass_is_released),
     CHILD_CASE(child_no_membarrier_idle_owners_let_the_scavenger_sleep),
+    CHILD_CASE(child_membarrier_refused_after_start_works_as_without),
     CHILD_CASE(child_background_off_returns_memory_during_calls),
     CHILD_CASE(child_purge_method_free_works),
     CHILD_CASE(child_segment_cache_keeps_only_its_standby),
@@ -3490,6 +3524,7 @@ int main(int argc, char **argv)
     RUN_CASE(exit_does_not_write_into_segments_it_abandoned);
     RUN_CASE(segment_emptied_during_a_collect_pass_is_released);
     RUN_CASE(no_membarrier_idle_owners_let_the_scavenger_sleep);
+    RUN_CASE(membarrier_refused_after_start_works_as_without);
     RUN_CASE(background_off_creates_no_thread_and_purges_during_calls);
     RUN_CASE(purge_method_free_purges_and_memory_stays_sound);
     RUN_CASE(segment_cache_keeps_only_its_standby_after_the_unmap_delay);
