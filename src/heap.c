@@ -335,10 +335,13 @@ void ebb_collect(bool force)
  *      release the segments that became entirely free;
  *   6. restore the thread ids and the direct slots (release), clear
  *      `revoked`, unlock.
- * Without membarrier (old kernels), step 3 is impossible: the scavenger then
- * only takes pages the owner's fast paths cannot reach (steps 1 and
- * heap_steal_free_pages), and each sleeping thread keeps at most one page per
- * size class.
+ * Without membarrier (old kernels, or refused by a seccomp filter, even one
+ * installed after it was registered: a failed call undoes step 2 and turns
+ * quiescing off), step 3 is impossible: the scavenger then only takes pages
+ * the owner's fast paths cannot reach (steps 1 and heap_steal_free_pages),
+ * and each sleeping thread keeps at most one page per size class; blocks
+ * other threads freed into its other pages wait for a request parked for the
+ * owner (heap_scavenge), which collects them when it runs again.
  */
 static bool quiesce_ready; /* under pass_lock, like everything the scavenger owns */
 static bool quiesce_tried;
