@@ -434,6 +434,13 @@ static bool heap_quiesce(heap_t *h)
  * ------------------------------------------------------------------------- */
 #define BUSY_COLLECT_MS 250
 
+/* A request the owner has not served yet and that is the scavenger's to
+ * follow (not parked for the owner). */
+static bool collect_request_pending(heap_t *h)
+{
+    return atomic_load(&h->collect_asked) && !atomic_load(&h->collect_parked);
+}
+
 static uint64_t busy_collect_wait_ms(const heap_t *h)
 {
     uint64_t cost_ms = atomic_load_explicit(&h->collect_cost_us, memory_order_relaxed) / 10;
@@ -446,9 +453,7 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
     for (heap_t *h = heap_all; h; h = h->all_next) {
         if (!h->in_use)
             continue;
-        /* A request not served yet, unless parked for the owner. */
-        bool asked = atomic_load(&h->collect_asked) && !atomic_load(&h->collect_parked);
-        int remote = atomic_exchange(&h->remote_pending, 0) || asked;
+        int remote = atomic_exchange(&h->remote_pending, 0) || collect_request_pending(h);
         int retained = atomic_exchange(&h->retained_pending, 0);
         if (!remote)
             h->scav_remote_ms = 0;
@@ -579,7 +584,7 @@ bool heap_scavenge_pending(void)
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h && !pending; h = h->all_next)
         pending = h->in_use && (atomic_load(&h->remote_pending) || atomic_load(&h->retained_pending) ||
-                                (atomic_load(&h->collect_asked) && !atomic_load(&h->collect_parked)));
+                                collect_request_pending(h));
     lock_release(&heap_pool_lock);
     return pending;
 }

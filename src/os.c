@@ -161,9 +161,7 @@ uint64_t os_now_us(void)
 
 uint64_t os_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return os_now_us() / 1000u;
 }
 
 void os_sleep_ms(long ms)
