@@ -397,6 +397,59 @@ static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *w
 }
 
 /* ---------------------------------------------------------------------------
+ * Claiming a block. ebb_debug_verify may run beside threads that free
+ * blocks, take them out of the quarantine and reuse them. It reads a block's
+ * header and its canary (live) or its free fill (freed); a free writes the
+ * fill over the canary, and a block that left the quarantine goes back to
+ * the allocator, which writes its free-list link into the block's first word
+ * and hands it out again. The magic word decides who may touch a block:
+ *   1. verify claims a live or a freed block by one CAS of its magic, LIVE to
+ *      CHECKED_LIVE or FREED to CHECKED_FREED (acquire: it sees everything
+ *      written before that magic was stored), checks it, reports what it
+ *      found, and stores the magic back (release). A CAS that fails means
+ *      the block is changing: verify leaves it for its next call;
+ *   2. a free claims a live block, LIVE to BUSY, before it writes anything
+ *      into it (its free trace, the fill); a block leaving the quarantine is
+ *      claimed, FREED to BUSY, before its fill is checked;
+ *   3. a claim that finds CHECKED_* waits for verify to store the magic back
+ *      (verify holds a block while it reads it, and waits for nothing then
+ *      but the report lock), then tries again. A free whose CAS finds
+ *      anything else lost a race with another free of the same block: a
+ *      double free, reported as one, not a block pushed twice into the
+ *      quarantine;
+ *   4. whatever judges a block by its magic (a pointer given to free or
+ *      realloc, the heap walk, the leak report) waits the same way
+ *      (debug_magic_settled, debug.h).
+ * So verify reads a block only while nobody else may write it, and what it
+ * reports is exact. Before the claims it read blocks as they were being
+ * filled (a data race ThreadSanitizer found), and it judged only its own
+ * double reading of a block. A free block's first word, which verify loads
+ * as the magic, is the allocator's link: a remote free stores it atomically
+ * (page.c, page_free_remote). A fork cannot split a claim: verify holds the
+ * purge exclusion throughout, which a fork takes first.
+ * ------------------------------------------------------------------------- */
+static bool magic_held_by_verify(const debug_header_t *h, uint64_t m)
+{
+    return m == (DEBUG_MAGIC_CHECKED_LIVE ^ (uintptr_t)h) ||
+           m == (DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h);
+}
+
+/* Steps 2 and 3: magic `from` to `to`, waiting while verify holds the block.
+ * False, with nothing changed, if the magic is something else. */
+static bool block_claim(debug_header_t *h, uint64_t from, uint64_t to)
+{
+    for (;;) {
+        uint64_t m = from ^ (uintptr_t)h;
+        if (atomic_compare_exchange_strong_explicit(&h->magic, &m, to ^ (uintptr_t)h,
+                                                    memory_order_acquire, memory_order_relaxed))
+            return true;
+        if (!magic_held_by_verify(h, m))
+            return false;
+        cpu_relax();
+    }
+}
+
+/* ---------------------------------------------------------------------------
  * The debug heap and the underlying blocks
  * ------------------------------------------------------------------------- */
 static heap_t *debug_heap(void)
@@ -702,6 +755,9 @@ size_t debug_reuse_bytes(void)
 
 static void leave_quarantine(debug_header_t *h)
 {
+    /* Step 2. A magic a write after free changed is no claim to wait for:
+     * the block leaves all the same. */
+    block_claim(h, DEBUG_MAGIC_FREED, DEBUG_MAGIC_BUSY);
     size_t bytes = block_bytes(h);
     const uint8_t *bad = freed_fill_broken(h, bytes);
     if (bad) {
@@ -993,11 +1049,13 @@ typedef enum { PTR_OK, PTR_FOREIGN, PTR_INTERIOR, PTR_FREED, PTR_DAMAGED, PTR_NO
 /* What p is, given the underlying block h it lies in (p >= h); h. */
 static debug_header_t *header_judge(const void *p, debug_header_t *h, ptr_kind_t *kind)
 {
-    if (h->magic == (DEBUG_MAGIC_FREED ^ (uintptr_t)h)) {
+    uint64_t magic = debug_magic_settled(h);
+    /* BUSY: another thread is freeing it, or taking it out of the quarantine. */
+    if (magic == (DEBUG_MAGIC_FREED ^ (uintptr_t)h) || magic == (DEBUG_MAGIC_BUSY ^ (uintptr_t)h)) {
         *kind = (uint8_t *)p == user_of(h) ? PTR_FREED : PTR_INTERIOR;
         return h;
     }
-    if (h->magic != (DEBUG_MAGIC_LIVE ^ (uintptr_t)h)) {
+    if (magic != (DEBUG_MAGIC_LIVE ^ (uintptr_t)h)) {
         /* A free block of the underlying allocator (p was never returned, or
          * was freed long ago), or a header overwritten from its first word. */
         *kind = PTR_NOT_LIVE;
@@ -1119,7 +1177,7 @@ static bool pointer_sound(const void *p, call_t call, debug_header_t **out)
         report(fault_foreign[call], p, NULL, NULL);
         return false;
     case PTR_INTERIOR:
-        report(fault_interior[call], p, h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h) ? h : NULL,
+        report(fault_interior[call], p, debug_header_live(h) ? h : NULL,
                "the pointer lies inside a block but is not its start");
         return false;
     case PTR_FREED:
@@ -1144,10 +1202,15 @@ static bool pointer_sound(const void *p, call_t call, debug_header_t **out)
  * Free, realloc, usable size
  * ------------------------------------------------------------------------- */
 /* A block whose pointer (and size, alignment) were found right goes to the
- * quarantine: its canary checked (unless realloc just did, and reported),
- * its free traced and filled. */
-static void free_block(debug_header_t *h, bool canary_checked)
+ * quarantine: claimed (step 2), its canary checked (unless realloc just did,
+ * and reported), its free traced and filled. */
+static void free_block(debug_header_t *h, bool canary_checked, call_t call)
 {
+    if (!block_claim(h, DEBUG_MAGIC_LIVE, DEBUG_MAGIC_BUSY)) {
+        report(fault_freed[call], user_of(h), h,
+               "another thread freed the block at the same moment");
+        return;
+    }
     size_t usable = block_bytes(h), tail = tail_len(h, usable);
     if (!canary_checked) {
         const uint8_t *bad = canary_broken(h, tail);
@@ -1155,7 +1218,6 @@ static void free_block(debug_header_t *h, bool canary_checked)
             report_overflow(h, bad, "found at free");
     }
     h->free_trace = capture();
-    atomic_store_explicit(&h->magic, DEBUG_MAGIC_BUSY ^ (uintptr_t)h, memory_order_release);
     fill(freed_start(h), freed_len(h, tail), cfg.fill_free);
     atomic_store_explicit(&h->magic, DEBUG_MAGIC_FREED ^ (uintptr_t)h, memory_order_release);
     quarantine_push(h, usable);
@@ -1189,7 +1251,7 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
             report("free with the wrong alignment", p, h, text_cstr(&t));
         }
     }
-    free_block(h, false);
+    free_block(h, false, CALL_FREE);
 }
 
 static void *realloc_impl(void *p, size_t size)
@@ -1216,7 +1278,7 @@ static void *realloc_impl(void *p, size_t size)
     if (q == NULL)
         return NULL; /* p is untouched */
     memcpy(q, p, copied);
-    free_block(h, true); /* its canary was checked above (a fault is reported once) */
+    free_block(h, true, CALL_REALLOC); /* its canary was checked above (a fault is reported once) */
     return q;
 }
 
@@ -1341,33 +1403,28 @@ static int verify_problem(debug_header_t *h, bool freed, const uint8_t **bad)
     return *bad ? VERIFY_OVERFLOW : VERIFY_SOUND;
 }
 
-/* The magic as loaded after everything read before it. */
-static uint64_t verify_magic_now(const debug_header_t *h)
-{
-    atomic_thread_fence(memory_order_acquire);
-    return atomic_load_explicit(&h->magic, memory_order_relaxed);
-}
-
-/* With other threads running, a block the pause does not cover (one of this
- * page freed by another thread, or taken from a reuse cache) may change
- * while it is checked, even into a new block at the same address (its
- * magic then reads the same). So a finding counts only if the magic held
- * across the check, and a second check, after the magic read again, finds
- * the same fault: a new block's magic is stored only once it is whole. */
+/* Step 1 of "Claiming a block": a live or freed block is checked while
+ * verify holds it, so nobody frees, fills or reuses it meanwhile and what is
+ * found is there. A block that is changing (its claim fails) is left for the
+ * next call. */
 static void verify_block(verify_t *v, debug_header_t *h)
 {
-    uint64_t seen = atomic_load_explicit(&h->magic, memory_order_acquire);
-    bool live = seen == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h);
-    bool freed = seen == (DEBUG_MAGIC_FREED ^ (uintptr_t)h);
-    if (!live && !freed)
-        return; /* a free block of the underlying allocator, or one being freed */
+    uint64_t seen = atomic_load_explicit(&h->magic, memory_order_relaxed);
+    bool freed;
+    if (seen == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h))
+        freed = false;
+    else if (seen == (DEBUG_MAGIC_FREED ^ (uintptr_t)h))
+        freed = true;
+    else
+        return; /* a free block of the underlying allocator, or one changing */
+    uint64_t held = (freed ? DEBUG_MAGIC_CHECKED_FREED : DEBUG_MAGIC_CHECKED_LIVE) ^ (uintptr_t)h;
+    if (!atomic_compare_exchange_strong_explicit(&h->magic, &seen, held, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return;
     const uint8_t *bad;
     int kind = verify_problem(h, freed, &bad);
-    if (kind == VERIFY_SOUND || verify_magic_now(h) != seen)
-        return;
-    if (verify_problem(h, freed, &bad) != kind || verify_magic_now(h) != seen)
-        return;
-    v->problems++;
+    if (kind != VERIFY_SOUND)
+        v->problems++;
     if (kind == VERIFY_HEADER) {
         report("corrupted block header", (uint8_t *)h + sizeof *h, NULL,
                "found by ebb_debug_verify: a write before the block's start changed ebb's header");
@@ -1378,9 +1435,10 @@ static void verify_block(verify_t *v, debug_header_t *h)
                              " changed while the block was in quarantine (found by "
                              "ebb_debug_verify)");
         report("heap-use-after-free", user_of(h), h, text_cstr(&t));
-    } else {
+    } else if (kind == VERIFY_OVERFLOW) {
         report_overflow(h, bad, "found by ebb_debug_verify");
     }
+    atomic_store_explicit(&h->magic, seen, memory_order_release);
 }
 
 /* A small page's free lists: every link a block of the page, no cycle

@@ -9,7 +9,11 @@
 
 #define DEBUG_MAGIC_LIVE  0xEBBA110CA7EDB10Cull
 #define DEBUG_MAGIC_FREED 0xEBBF4EEDB10CF4EEull
-#define DEBUG_MAGIC_BUSY  0xEBBB05BB10CB05BBull /* being freed: fill under way */
+#define DEBUG_MAGIC_BUSY  0xEBBB05BB10CB05BBull /* being freed, or leaving the quarantine */
+/* Held by ebb_debug_verify while it checks a live or a freed block (debug.c,
+ * "Claiming a block"): whoever wants to change the block waits. */
+#define DEBUG_MAGIC_CHECKED_LIVE  0xEBBC4EC7A110CA7Eull
+#define DEBUG_MAGIC_CHECKED_FREED 0xEBBC4EC7F4EEDB10ull
 #define CANARY_BYTE       0xCB
 #define TAIL_MIN          16
 #define FILL_FULL_MAX     ((size_t)1 << 20)
@@ -17,10 +21,11 @@
 #define CANARY_CHECK_MAX  ((size_t)4 << 10)
 
 typedef struct debug_header_s {
-    /* DEBUG_MAGIC_LIVE/BUSY/FREED ^ the header's address; stored last
-     * (release) once a block's fills and canary are in place, so that
-     * ebb_debug_verify, which may run beside other threads, never judges a
-     * block half written (debug.c, verify_block). */
+    /* DEBUG_MAGIC_* ^ the header's address; stored last (release) once a
+     * block's fills and canary are in place. ebb_debug_verify, which may run
+     * beside other threads, checks a block only after claiming it through
+     * this word, and the threads that free it or take it out of the
+     * quarantine claim it the same way first (debug.c, "Claiming a block"). */
     _Atomic(uint64_t) magic;
     uint64_t size;       /* requested */
     uint32_t offset;     /* user pointer - block start */
@@ -42,9 +47,24 @@ static inline uint8_t *user_of(debug_header_t *h)
     return (uint8_t *)h + h->offset;
 }
 
+/* The block's magic once ebb_debug_verify has let go of it: while verify
+ * checks a block (a short read of its header and canary or fill), whoever
+ * judges it waits, so that it is never taken for a block in no known state. */
+static inline uint64_t debug_magic_settled(const debug_header_t *h)
+{
+    uint64_t held_live = DEBUG_MAGIC_CHECKED_LIVE ^ (uintptr_t)h;
+    uint64_t held_freed = DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h;
+    for (;;) {
+        uint64_t m = atomic_load_explicit(&h->magic, memory_order_acquire);
+        if (ebb_likely(m != held_live && m != held_freed))
+            return m;
+        cpu_relax();
+    }
+}
+
 static inline bool debug_header_live(const debug_header_t *h)
 {
-    return atomic_load_explicit(&h->magic, memory_order_acquire) == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h);
+    return debug_magic_settled(h) == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h);
 }
 
 /* A live block whose header no write has changed (its checksum holds, its

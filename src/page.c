@@ -607,7 +607,10 @@ void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandon
     uintptr_t old = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
     heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
     for (;;) {
-        block->next = (block_t *)(old & ~XTHREAD_IN_FULL);
+        /* A relaxed atomic store, the same instruction as a plain one: in
+         * debug mode ebb_debug_verify may be loading this word beside us, as
+         * the magic of the block that was here (debug.c, "Claiming a block"). */
+        __atomic_store_n(&block->next, (block_t *)(old & ~XTHREAD_IN_FULL), __ATOMIC_RELAXED);
         if (atomic_compare_exchange_weak_explicit(&page->xthread_free, &old,
                                                   (uintptr_t)block | (old & XTHREAD_IN_FULL),
                                                   memory_order_release, memory_order_acquire))

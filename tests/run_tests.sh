@@ -154,6 +154,12 @@ run_test threads_tsan_debug 400 \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" EBB_DEBUG=1 EBB_DEBUG_LEAKS=off \
     CHECK_ONLY=stress_8_threads_random_sizes_cross_thread_frees \
     -- "$T/test_threads_tsan"
+# ebb_debug_verify beside that stress: it claims each block it checks
+# (src/debug.c), so its reads never race a free filling or reusing the block.
+run_test threads_tsan_debug_verify 400 \
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" EBB_DEBUG=1 EBB_DEBUG_LEAKS=off \
+    CHECK_ONLY=verify_beside_the_stress \
+    -- "$T/test_threads_tsan"
 run_test stats 300 -- "$T/test_stats"
 run_test stats_tsan 400 \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \

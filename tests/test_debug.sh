@@ -146,6 +146,25 @@ grep -q "found by ebb_debug_verify" "$TMP/v.err" || fail "the report should say 
 if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
     echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
 
+# Two threads freeing one block at the same moment: one free is reported as
+# a double free, every time, and the block is not released twice.
+name=double_free_racing
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+timeout 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off EBB_DEBUG_TRACE_DEPTH=0 \
+    "$D/double_free_racing" >"$TMP/dfr.out" 2>"$TMP/dfr.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0 with continue, got $rc"; show "$TMP/dfr.err"; }
+rounds=$(sed -n 's/^rounds=//p' "$TMP/dfr.out")
+n=$(grep -c "^==ebb== ERROR: double free of " "$TMP/dfr.err")
+[ -n "$rounds" ] && [ "$n" -eq "$rounds" ] ||
+    fail "each of the ${rounds:-?} racing pairs of frees should give one double free report; got $n"
+grep -q "^problems=0$" "$TMP/dfr.out" ||
+    fail "ebb_debug_verify after the races should find nothing: $(grep problems= "$TMP/dfr.out")"
+grep -q "^survived$" "$TMP/dfr.out" || fail "the program should run to its end"
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
 # The leak report at exit (tests/debug/leaks.c: 3 x 100 bytes lost from
 # allocate_lost; 200 bytes from allocate_kept and a chain of 1000 x 64 from
 # allocate_chain reachable from globals).

@@ -387,9 +387,24 @@ static void drain_slots(void)
         free_block(atomic_exchange(&slots[j], NULL), -1, &r);
 }
 
-static void run_stress(int nthreads, long ops_per_thread)
+/* Debug mode: ebb_debug_verify called over and over beside the workers
+ * (verify_beside_the_stress). It must find nothing: the workers make no fault. */
+static atomic_bool stress_running;
+static atomic_long verify_calls, verify_problems;
+
+static void *verify_loop(void *unused)
 {
-    pthread_t th[16];
+    (void)unused;
+    while (atomic_load(&stress_running)) {
+        atomic_fetch_add(&verify_problems, (long)ebb_debug_verify());
+        atomic_fetch_add(&verify_calls, 1);
+    }
+    return NULL;
+}
+
+static void run_stress_verified(int nthreads, long ops_per_thread, bool verify)
+{
+    pthread_t th[16], verifier;
     struct stress_arg args[16];
     atomic_store(&cross_frees, 0);
     atomic_store(&local_frees, 0);
@@ -403,8 +418,18 @@ static void run_stress(int nthreads, long ops_per_thread)
         int e = pthread_create(&th[i], NULL, stress_worker, &args[i]);
         REQUIRE(e == 0, "pthread_create: %s", strerror(e));
     }
+    atomic_store(&stress_running, true);
+    if (verify) {
+        atomic_store(&verify_calls, 0);
+        atomic_store(&verify_problems, 0);
+        int e = pthread_create(&verifier, NULL, verify_loop, NULL);
+        REQUIRE(e == 0, "pthread_create: %s", strerror(e));
+    }
     for (int i = 0; i < nthreads; i++)
         pthread_join(th[i], NULL);
+    atomic_store(&stress_running, false);
+    if (verify)
+        pthread_join(verifier, NULL);
     drain_slots();
     long cross = atomic_load(&cross_frees), local = atomic_load(&local_frees);
     long total = atomic_load(&allocs);
@@ -416,6 +441,19 @@ static void run_stress(int nthreads, long ops_per_thread)
      * surviving blocks are cross-thread; require a fair share so the test
      * really exercises the remote free path. */
     CHECK(cross > total / 5, "expected > 20%% cross-thread frees, got %ld of %ld", cross, total);
+    if (verify) {
+        long calls = atomic_load(&verify_calls), problems = atomic_load(&verify_problems);
+        printf("    ebb_debug_verify ran %ld times beside them\n", calls);
+        CHECK(calls > 0, "the verifying thread never finished a call");
+        CHECK(problems == 0, "ebb_debug_verify found %ld problems among threads that make no "
+              "fault (it reports only real faults, even beside running threads)", problems);
+        CHECK(ebb_debug_verify() == 0, "ebb_debug_verify of the quiescent heap found a problem");
+    }
+}
+
+static void run_stress(int nthreads, long ops_per_thread)
+{
+    run_stress_verified(nthreads, ops_per_thread, false);
 }
 
 static void stress_2_threads_random_sizes_cross_thread_frees(void)
@@ -426,6 +464,17 @@ static void stress_2_threads_random_sizes_cross_thread_frees(void)
 static void stress_8_threads_random_sizes_cross_thread_frees(void)
 {
     run_stress(8, 100000);
+}
+
+/* Debug mode: a thread verifying the whole heap again and again while four
+ * threads allocate, free (mostly each other's blocks) and realloc. The
+ * blocks verify reads are being freed, filled and reused beside it: a block
+ * is claimed while it is checked (debug.c), so verify neither races those
+ * writes (ThreadSanitizer checks it: tests/run_tests.sh, threads_tsan_debug_
+ * verify) nor reports a fault that is not there. */
+static void verify_beside_the_stress(void)
+{
+    run_stress_verified(4, 100000, true);
 }
 
 /* After the stress threads are gone and every block is freed, malloc_trim(0)
@@ -1045,5 +1094,8 @@ int main(void)
     RUN_CASE(threads_exit_holding_blocks_that_others_free_later);
     RUN_CASE(bursts_with_idle_gaps_while_the_scavenger_visits);
     RUN_CASE(key_destructors_that_allocate_leave_no_heap_behind);
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    if (ebb_stats_get(&st) == 0 && st.debug_mode)
+        RUN_CASE(verify_beside_the_stress); /* ebb_debug_verify does nothing in release mode */
     return check_finish();
 }
