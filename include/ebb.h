@@ -185,7 +185,10 @@ struct ebb_stats {
     uint64_t debug_trace_bytes;       /* the stack-trace registry's bytes */
     uint64_t debug_trace_raw_bytes;   /* the same traces as raw 8-byte frames,
                                          once per allocation or free recorded */
-    uint64_t debug_traces;            /* traces recorded (before deduplication) */
+    uint64_t debug_traces;            /* traces recorded (before deduplication);
+                                         these two count the caller's traces and
+                                         other threads' in batches of 256 (all
+                                         of those that exited) */
 
     /* Version 2. Debug mode: blocks of 16 KiB to 128 KiB out of the
      * quarantine, kept resident for reuse (counted as live, like the

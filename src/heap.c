@@ -277,6 +277,8 @@ static void heap_thread_done(void *arg)
     heap_t *heap = arg;
     if (heap == NULL || (heap != tls.heap && heap != tls_debug_heap))
         return;
+    if (heap == tls_debug_heap)
+        trace_counts_flush();
     lock_acquire(&heap->lock);
     heap_collect_pages(heap, true);
     segment_abandon_all(heap);

@@ -1002,7 +1002,11 @@ uint32_t trace_intern(const uintptr_t *pcs, int n);
 int trace_get(uint32_t id, uintptr_t *pcs, int max);
 /* Symbolized, one line per frame, each starting with `indent`. */
 void trace_print(text_t *t, uint32_t id, const char *indent);
+/* The registry's bytes and the traces recorded, with the caller's own counts
+ * added first (the other threads' come in batches: trace.c, trace_count). */
 void trace_registry_counts(size_t *stored, size_t *raw, size_t *traces);
+/* Add the calling thread's held-back counts to the shared ones (thread exit). */
+void trace_counts_flush(void);
 /* Fork (heap.c's order: after every other lock). */
 void debug_fork_lock(void);
 void debug_fork_unlock(void);

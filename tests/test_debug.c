@@ -318,6 +318,28 @@ static void traces_are_stored_once_per_distinct_stack(void)
           (unsigned long long)s1.debug_trace_bytes, (unsigned long long)s1.debug_trace_raw_bytes);
 }
 
+/* A thread counts its traces and adds them to the shared counts in batches
+ * (src/trace.c, trace_count): what it held back is added when it exits. */
+static void *record_100_traces(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < 50; i++)
+        free(one_site(48));
+    return NULL;
+}
+
+static void an_exited_threads_traces_are_all_counted(void)
+{
+    struct ebb_stats s0 = stats();
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, record_100_traces, NULL) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    struct ebb_stats s1 = stats();
+    uint64_t traces = s1.debug_traces - s0.debug_traces;
+    CHECK(traces >= 100, "a thread that made 50 mallocs and 50 frees, then exited, recorded "
+          "100 traces; the stats count %llu of them", (unsigned long long)traces);
+}
+
 /* Threads in debug mode: cross-thread frees, exits with blocks still live. */
 static void *worker(void *arg)
 {
@@ -456,6 +478,7 @@ int main(void)
     RUN_CASE(blocks_out_of_quarantine_are_reused_without_faults);
     RUN_CASE(reuse_cache_is_bounded_and_drains_by_itself);
     RUN_CASE(traces_are_stored_once_per_distinct_stack);
+    RUN_CASE(an_exited_threads_traces_are_all_counted);
     RUN_CASE(threads_allocate_and_free_across_each_other);
     RUN_CASE(verify_finds_nothing_in_a_sound_heap);
     RUN_CASE(verify_beside_running_threads_reports_nothing_false);
