@@ -145,6 +145,37 @@ static uint32_t capture(void)
  * ------------------------------------------------------------------------- */
 static lock_t report_lock = LOCK_INIT;
 
+/* Where a report goes: EBB_DEBUG_LOG's file, opened for this one report and
+ * closed after it, else stderr (2). A program may close its stderr (xz does,
+ * before it exits: its leak report was lost), and a daemon may close every
+ * descriptor and open others in their place: a descriptor kept open between
+ * reports could by then be one of the program's files, and a report written
+ * there would corrupt it. Opening costs a few system calls per report. */
+int debug_log_open(void)
+{
+    const char *pattern = option_get_text(OPT_DEBUG_LOG);
+    if (pattern == NULL)
+        return 2;
+    char path[4096];
+    int fd = text_expand_path(pattern, path, sizeof path) ? os_open_append(path) : -1;
+    if (fd < 0) {
+        text_t t;
+        text_init(&t, 2);
+        text_add(&t, "ebb: EBB_DEBUG_LOG=");
+        text_add(&t, pattern);
+        text_add(&t, ": cannot open for appending; writing to stderr\n");
+        text_flush(&t);
+        return 2;
+    }
+    return fd;
+}
+
+void debug_log_close(int fd)
+{
+    if (fd != 2)
+        os_close(fd);
+}
+
 /* One fault: its name, the pointer, the block (when it has a valid header)
  * with its traces, and this call's trace. `detail` may be NULL. Then abort,
  * unless EBB_DEBUG_ON_ERROR=continue. */
@@ -152,8 +183,9 @@ static void report(const char *fault, const void *p, const debug_header_t *h, co
 {
     uint32_t here = capture();
     lock_acquire(&report_lock);
+    int fd = debug_log_open();
     text_t t;
-    text_init(&t, 2);
+    text_init(&t, fd);
     text_add(&t, "==ebb== ERROR: ");
     text_add(&t, fault);
     text_add(&t, " of ");
@@ -194,6 +226,7 @@ static void report(const char *fault, const void *p, const debug_header_t *h, co
     else
         text_add(&t, "==ebb== aborting (EBB_DEBUG_ON_ERROR=continue logs faults and goes on)\n");
     text_flush(&t);
+    debug_log_close(fd);
     lock_release(&report_lock);
     if (!cfg.on_error_continue)
         abort();

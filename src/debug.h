@@ -71,6 +71,10 @@ static inline bool debug_header_live(const debug_header_t *h)
  * user bytes lie inside the underlying block). */
 bool debug_header_intact(const debug_header_t *h);
 
+/* Fault and leak reports: EBB_DEBUG_LOG's file, or stderr (debug.c). */
+int debug_log_open(void);
+void debug_log_close(int fd);
+
 /* leak.c */
 void leak_report_at_exit(void);
 

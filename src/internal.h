@@ -671,6 +671,7 @@ void text_add_hex(text_t *t, uintptr_t v);
 size_t text_format_hex(char *out, uintptr_t v);
 const char *text_cstr(text_t *t);
 void text_flush(text_t *t);
+bool text_expand_path(const char *pattern, char *out, size_t cap);
 
 /* ---------------------------------------------------------------------------
  * options.c — the only code that reads the environment (EBB_* variables)

@@ -389,7 +389,9 @@ void leak_report_at_exit(void)
     if (mem == NULL) {
         purge_exclusive_end();
         static const char msg[] = "==ebb== no memory for the leak report\n";
-        os_write_stderr(msg, sizeof msg - 1);
+        int fd = debug_log_open();
+        os_write_fd(fd, msg, sizeof msg - 1);
+        debug_log_close(fd);
         return;
     }
     lk.spans = (span_t *)mem;
@@ -435,8 +437,9 @@ void leak_report_at_exit(void)
         groups[g].bytes += size;
     }
 
+    int fd = debug_log_open();
     text_t t;
-    text_init(&t, 2);
+    text_init(&t, fd);
     text_add(&t, "==ebb== LEAK REPORT (pid ");
     text_add_u64(&t, (uint64_t)os_getpid(), 0);
     text_add(&t, "): ");
@@ -455,6 +458,7 @@ void leak_report_at_exit(void)
     text_add(&t, mode == 2 ? "\n" : " (EBB_DEBUG_LEAKS=all lists them)\n");
     text_add(&t, "==ebb== end of leak report\n");
     text_flush(&t);
+    debug_log_close(fd);
     os_unmap(mem, bytes);
     long code = option_get(OPT_DEBUG_LEAK_EXITCODE);
     if (lost > 0 && code > 0)

@@ -62,6 +62,9 @@ const option_desc_t option_table[OPT_COUNT] = {
     [OPT_DEBUG_LEAK_EXITCODE] = {"EBB_DEBUG_LEAK_EXITCODE", 0, 0, 255, NULL, false,
                                  "exit status of a process whose leak report found lost "
                                  "blocks (0: unchanged)"},
+    [OPT_DEBUG_LOG] = {"EBB_DEBUG_LOG", 0, 0, 0, NULL, true,
+                       "append fault and leak reports to this file instead of stderr "
+                       "(%p: the process id), opened for each report"},
 };
 
 bool option_parse_long(const char *s, long *out)

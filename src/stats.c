@@ -246,42 +246,13 @@ void stats_snapshot(struct ebb_stats *st, uint64_t *segment_live_bytes)
 /* ---------------------------------------------------------------------------
  * EBB_STATS and EBB_STATS_INTERVAL: where reports go, and what they say.
  * ------------------------------------------------------------------------- */
-/* EBB_STATS_FILE with "%p" replaced by the process id ("%%" by "%"), so the
- * processes of one command (gcc's driver, cc1, as) can write a file each.
- * False if the result does not fit. */
-static bool stats_expand_path(const char *pattern, char *out, size_t cap)
-{
-    text_t pid;
-    text_init(&pid, -1);
-    text_add_u64(&pid, (uint64_t)os_getpid(), 0);
-    const char *pid_text = text_cstr(&pid);
-    size_t n = 0;
-    for (const char *c = pattern; *c; c++) {
-        const char *piece = c;
-        size_t len = 1;
-        if (c[0] == '%' && c[1] == 'p') {
-            piece = pid_text;
-            len = strlen(pid_text);
-            c++;
-        } else if (c[0] == '%' && c[1] == '%') {
-            c++;
-        }
-        if (n + len >= cap)
-            return false;
-        memcpy(out + n, piece, len);
-        n += len;
-    }
-    out[n] = '\0';
-    return true;
-}
-
 static int stats_open_output(void)
 {
     const char *pattern = option_get_text(OPT_STATS_FILE);
     if (pattern == NULL)
         return 2;
     char path[4096];
-    int fd = stats_expand_path(pattern, path, sizeof path) ? os_open_append(path) : -1;
+    int fd = text_expand_path(pattern, path, sizeof path) ? os_open_append(path) : -1;
     if (fd < 0) {
         text_t t;
         text_init(&t, 2);

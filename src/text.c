@@ -14,6 +14,35 @@ void text_init(text_t *t, int fd)
     t->fd = fd;
 }
 
+/* A file name pattern (EBB_STATS_FILE, EBB_DEBUG_LOG) with "%p" replaced by
+ * the process id ("%%" by "%"), so the processes of one command (gcc's
+ * driver, cc1, as) can write a file each. False if the result does not fit. */
+bool text_expand_path(const char *pattern, char *out, size_t cap)
+{
+    text_t pid;
+    text_init(&pid, -1);
+    text_add_u64(&pid, (uint64_t)os_getpid(), 0);
+    const char *pid_text = text_cstr(&pid);
+    size_t n = 0;
+    for (const char *c = pattern; *c; c++) {
+        const char *piece = c;
+        size_t len = 1;
+        if (c[0] == '%' && c[1] == 'p') {
+            piece = pid_text;
+            len = strlen(pid_text);
+            c++;
+        } else if (c[0] == '%' && c[1] == '%') {
+            c++;
+        }
+        if (n + len >= cap)
+            return false;
+        memcpy(out + n, piece, len);
+        n += len;
+    }
+    out[n] = '\0';
+    return true;
+}
+
 void text_flush(text_t *t)
 {
     if (t->len > 0)

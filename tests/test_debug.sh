@@ -165,6 +165,39 @@ grep -q "^survived$" "$TMP/dfr.out" || fail "the program should run to its end"
 if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
     echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
 
+# EBB_DEBUG_LOG: reports go to its file, opened for each report, so a
+# program that closed its stderr (and opened a file of its own as fd 2) loses
+# none of them, and its file gets none of them.
+name=debug_log_file
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+timeout 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LOG="$TMP/log.%p" \
+    "$D/report_after_closing_stderr" "$TMP/own-file" >"$TMP/rl.out" 2>"$TMP/rl.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0 with continue, got $rc"; show "$TMP/rl.err"; }
+logs=("$TMP"/log.*)
+if [ ${#logs[@]} -ne 1 ] || [ ! -f "${logs[0]}" ]; then
+    fail "expected one log file $TMP/log.<pid>; found: ${logs[*]}"
+else
+    log=${logs[0]}
+    [ "${log##*.}" -gt 0 ] 2>/dev/null || fail "%p in EBB_DEBUG_LOG should become the pid: $log"
+    ptr=$(sed -n 's/^victim=//p' "$TMP/rl.out")
+    grep -q "^==ebb== ERROR: double free of $ptr (pid ${log##*.})$" "$log" ||
+        { fail "the double free should be reported in the log"; show "$log"; }
+    grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 77 bytes lost in 1 block$' "$log" ||
+        { fail "the leak report should be in the log, with the 77 bytes lost"; show "$log"; }
+    [ "$(tail -n 1 "$log")" = "==ebb== end of leak report" ] || fail "the log should end with the leak report's marker"
+fi
+[ "$(cat "$TMP/own-file")" = "program data" ] ||
+    fail "the program's own file (its fd 2) must hold only what it wrote: $(head -c 200 "$TMP/own-file")"
+grep -q "==ebb==" "$TMP/rl.err" && fail "nothing should go to stderr when EBB_DEBUG_LOG is set"
+env EBB_DEBUG=1 EBB_DEBUG_LEAKS=lost EBB_DEBUG_LOG="$TMP/nodir/x.log" "$D/leaks" >/dev/null 2>"$TMP/nodir.err"
+grep -q "EBB_DEBUG_LOG=$TMP/nodir/x.log: cannot open for appending; writing to stderr" "$TMP/nodir.err" ||
+    fail "an unwritable EBB_DEBUG_LOG should be said, and the report go to stderr: $(head -n 2 "$TMP/nodir.err")"
+grep -q "^==ebb== LEAK REPORT" "$TMP/nodir.err" || fail "with the log unwritable, the leak report goes to stderr"
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
 # The leak report at exit (tests/debug/leaks.c: 3 x 100 bytes lost from
 # allocate_lost; 200 bytes from allocate_kept and a chain of 1000 x 64 from
 # allocate_chain reachable from globals).

@@ -43,6 +43,7 @@ static void usage(FILE *out)
             "  --stats-interval MS   print a one-line sample every MS ms (EBB_STATS_INTERVAL)\n"
             "  --purge-delay MS      ms before free memory goes back to the OS (EBB_PURGE_DELAY)\n"
             "  --debug               debug mode (EBB_DEBUG=1): heap misuse reported with stack traces\n"
+            "  --debug-log FILE      append debug mode's reports to FILE (EBB_DEBUG_LOG)\n"
             "  --set NAME=VALUE      set any EBB_* variable below\n"
             "  --library PATH        preload this libebb.so instead of the one found\n"
             "  --help                this text\n"
@@ -174,6 +175,8 @@ int main(int argc, char **argv)
             option_set("EBB_STATS", "1");
         } else if (strcmp(a, "--debug") == 0) {
             option_set("EBB_DEBUG", "1");
+        } else if (strcmp(a, "--debug-log") == 0 && has_value) {
+            option_set("EBB_DEBUG_LOG", argv[++i]);
         } else if (strcmp(a, "--stats-file") == 0 && has_value) {
             option_set("EBB_STATS_FILE", argv[++i]);
         } else if (strcmp(a, "--stats-interval") == 0 && has_value) {
