@@ -15,7 +15,9 @@
 extern char **environ;
 
 static long option_values[OPT_COUNT];
-static const char *option_texts[OPT_COUNT];
+/* Read only when a report or the stats file is opened: kept out of the one
+ * page of small globals (tests/test_exports.sh, cold_arrays_take_no_file_space). */
+static const char *option_texts[OPT_COUNT] ebb_cold_bss;
 static bool options_loaded;
 
 /* Before options_init (the first allocator call) the defaults apply. */
