@@ -986,7 +986,10 @@ uint32_t trace_intern(const uintptr_t *pcs, int n)
  * per malloc/free pair, took 10-20% of a small-block pair's time in debug
  * mode, and more with threads contending for the lines. So a thread still
  * running holds back at most COUNT_BATCH - 1 of its traces from what other
- * threads read. */
+ * threads read. Only a thread with a debug heap batches: its exit (heap.c,
+ * heap_thread_done) flushes. A thread that only frees has none, nor does one
+ * past that point of its exit (in a later key destructor): those add each
+ * trace at once (a review found a free-only thread's counts lost). */
 #define COUNT_BATCH 256
 
 static __thread struct {
@@ -1006,7 +1009,7 @@ void trace_counts_flush(void)
 static void trace_count(int depth)
 {
     tls_counts.raw_bytes += (size_t)depth * 8;
-    if (ebb_unlikely(++tls_counts.traces >= COUNT_BATCH))
+    if (ebb_unlikely(++tls_counts.traces >= COUNT_BATCH || tls_debug_heap == NULL))
         trace_counts_flush();
 }
 

@@ -328,6 +328,15 @@ static void *record_100_traces(void *unused)
     return NULL;
 }
 
+/* A thread that only frees has no debug heap, and so no exit of one to
+ * flush its counts at. */
+static void *free_100_blocks(void *blocks)
+{
+    for (int i = 0; i < 100; i++)
+        free(((void **)blocks)[i]);
+    return NULL;
+}
+
 static void an_exited_threads_traces_are_all_counted(void)
 {
     struct ebb_stats s0 = stats();
@@ -338,6 +347,16 @@ static void an_exited_threads_traces_are_all_counted(void)
     uint64_t traces = s1.debug_traces - s0.debug_traces;
     CHECK(traces >= 100, "a thread that made 50 mallocs and 50 frees, then exited, recorded "
           "100 traces; the stats count %llu of them", (unsigned long long)traces);
+    static void *blocks[100];
+    for (int i = 0; i < 100; i++)
+        blocks[i] = malloc(40);
+    s0 = stats();
+    REQUIRE(pthread_create(&t, NULL, free_100_blocks, blocks) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    s1 = stats();
+    traces = s1.debug_traces - s0.debug_traces;
+    CHECK(traces >= 100, "a thread that only freed 100 blocks, then exited, recorded 100 "
+          "traces; the stats count %llu of them", (unsigned long long)traces);
 }
 
 /* Threads in debug mode: cross-thread frees, exits with blocks still live. */
