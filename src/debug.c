@@ -145,6 +145,36 @@ static uint32_t capture(void)
  * ------------------------------------------------------------------------- */
 static lock_t report_lock = LOCK_INIT;
 
+static atomic_bool aborting;
+
+bool debug_aborting(void)
+{
+    return atomic_load_explicit(&aborting, memory_order_relaxed);
+}
+
+/* After a report, unless EBB_DEBUG_ON_ERROR=continue. The reporting thread
+ * may hold ebb's locks (verify holds a heap's and the purge exclusion, a
+ * purge pass its own), and a SIGABRT handler that goes on using the heap or
+ * calls exit must not wait for them: once aborting, the reports at exit are
+ * skipped (stats.c), and a fault found while aborting already (by a handler
+ * that frees the block, say) is reported and ends the process at once, as
+ * abort() does after a handler that returns. */
+static _Noreturn void debug_abort(void)
+{
+    if (atomic_exchange(&aborting, true)) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(SIGABRT, &dfl, NULL);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGABRT);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        raise(SIGABRT);
+    }
+    abort();
+}
+
 /* Where a report goes: EBB_DEBUG_LOG's file, opened for this one report and
  * closed after it, else stderr (2). A program may close its stderr (xz does,
  * before it exits: its leak report was lost), and a daemon may close every
@@ -179,7 +209,17 @@ void debug_log_close(int fd)
 /* One fault: its name, the pointer, the block (when it has a valid header)
  * with its traces, and this call's trace. `detail` may be NULL. Then abort,
  * unless EBB_DEBUG_ON_ERROR=continue. */
+static void report_at(const char *fault, const void *p, const debug_header_t *h, uintptr_t h_at,
+                      const char *detail);
+
 static void report(const char *fault, const void *p, const debug_header_t *h, const char *detail)
+{
+    report_at(fault, p, h, (uintptr_t)h, detail);
+}
+
+/* The same, h being a copy of the header that was at h_at (verify's). */
+static void report_at(const char *fault, const void *p, const debug_header_t *h, uintptr_t h_at,
+                      const char *detail)
 {
     uint32_t here = capture();
     lock_acquire(&report_lock);
@@ -202,7 +242,7 @@ static void report(const char *fault, const void *p, const debug_header_t *h, co
         text_add(&t, "  block: ");
         text_add_u64(&t, h->size, 0);
         text_add(&t, " bytes requested at ");
-        text_add_hex(&t, (uintptr_t)h + h->offset);
+        text_add_hex(&t, h_at + h->offset);
         const char *ctx = debug_context_name(h->context);
         if (ctx) {
             text_add(&t, ", context \"");
@@ -229,7 +269,7 @@ static void report(const char *fault, const void *p, const debug_header_t *h, co
     debug_log_close(fd);
     lock_release(&report_lock);
     if (!cfg.on_error_continue)
-        abort();
+        debug_abort();
 }
 
 /* ---------------------------------------------------------------------------
@@ -411,22 +451,30 @@ static void describe_freed_write(text_t *t, debug_header_t *h, const uint8_t *ba
     text_add(t, found);
 }
 
+/* The text of a broken canary; its fault name. */
+static const char *describe_overflow(text_t *t, debug_header_t *h, const uint8_t *bad,
+                                     const char *when)
+{
+    bool before = bad < user_of(h);
+    text_add(t, before ? "a write before the block's start (" : "a write past the requested size (");
+    text_add(t, when);
+    text_add(t, "): the byte at offset ");
+    if (before) {
+        text_add(t, "-");
+        text_add_u64(t, (uint64_t)(user_of(h) - bad), 0);
+    } else {
+        text_add_u64(t, (uint64_t)(bad - user_of(h)), 0);
+    }
+    text_add(t, " was changed");
+    return before ? "heap-buffer-underflow" : "heap-buffer-overflow";
+}
+
 static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *when)
 {
     text_t t;
     text_init(&t, -1);
-    bool before = bad < user_of(h);
-    text_add(&t, before ? "a write before the block's start (" : "a write past the requested size (");
-    text_add(&t, when);
-    text_add(&t, "): the byte at offset ");
-    if (before) {
-        text_add(&t, "-");
-        text_add_u64(&t, (uint64_t)(user_of(h) - bad), 0);
-    } else {
-        text_add_u64(&t, (uint64_t)(bad - user_of(h)), 0);
-    }
-    text_add(&t, " was changed");
-    report(before ? "heap-buffer-underflow" : "heap-buffer-overflow", user_of(h), h, text_cstr(&t));
+    const char *fault = describe_overflow(&t, h, bad, when);
+    report(fault, user_of(h), h, text_cstr(&t));
 }
 
 /* ---------------------------------------------------------------------------
@@ -438,15 +486,17 @@ static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *w
  * and hands it out again. The magic word decides who may touch a block:
  *   1. verify claims a live or a freed block by one CAS of its magic, LIVE to
  *      CHECKED_LIVE or FREED to CHECKED_FREED (acquire: it sees everything
- *      written before that magic was stored), checks it, reports what it
- *      found, and stores the magic back (release). A CAS that fails means
- *      the block is changing: verify leaves it for its next call;
+ *      written before that magic was stored), checks it, copies what a
+ *      report needs, and stores the magic back (release). It reports only
+ *      after that, once it holds no lock either (ebb_debug_verify). A CAS
+ *      that fails means the block is changing: verify leaves it for its
+ *      next call;
  *   2. a free claims a live block, LIVE to BUSY, before it writes anything
  *      into it (its free trace, the fill); a block leaving the quarantine is
  *      claimed, FREED to BUSY, before its fill is checked;
  *   3. a claim that finds CHECKED_* waits for verify to store the magic back
- *      (verify holds a block while it reads it, and waits for nothing then
- *      but the report lock), then tries again. A free whose CAS finds
+ *      (verify holds a block only while it reads it, and waits for nothing
+ *      meanwhile), then tries again. A free whose CAS finds
  *      anything else lost a race with another free of the same block: a
  *      double free, reported as one, not a block pushed twice into the
  *      quarantine;
@@ -1415,9 +1465,67 @@ void debug_free(void *p, size_t size, size_t alignment, debug_free_kind_t how)
  * result is exact for it; abandoned segments are checked under their list's
  * lock, huge blocks under the huge lock.
  * ------------------------------------------------------------------------- */
+/* A fault verify found. It is reported only once verify holds nothing: no
+ * claim, no heap's lock, not the purge exclusion. A report captures this
+ * call's trace and symbolizes, which takes the dynamic loader's lock, and a
+ * thread inside a dl_iterate_phdr callback that freed the claimed block
+ * waited for verify as verify waited for it (review finding); a SIGABRT
+ * handler that went on after the abort needed the locks too. */
+#define VERIFY_REPORTS_MAX 16
+
+typedef struct verify_finding_s {
+    const char *fault;
+    uintptr_t p;             /* the pointer the report names */
+    uintptr_t at;            /* the block's header, or 0 when it cannot be trusted */
+    debug_header_t header;   /* a copy, taken while the block was held */
+    char detail[200];
+} verify_finding_t;
+
 typedef struct verify_s {
     size_t problems;
+    verify_finding_t found[VERIFY_REPORTS_MAX];
 } verify_t;
+
+/* Keep a finding for verify_report (beyond VERIFY_REPORTS_MAX, only counted). */
+static void verify_keep(verify_t *v, const char *fault, const void *p, debug_header_t *h,
+                        const char *detail)
+{
+    size_t i = v->problems++;
+    if (i >= VERIFY_REPORTS_MAX)
+        return;
+    verify_finding_t *f = &v->found[i];
+    f->fault = fault;
+    f->p = (uintptr_t)p;
+    f->at = (uintptr_t)h;
+    if (h)
+        memcpy(&f->header, h, sizeof f->header);
+    size_t n = strlen(detail);
+    if (n >= sizeof f->detail)
+        n = sizeof f->detail - 1;
+    memcpy(f->detail, detail, n);
+    f->detail[n] = '\0';
+}
+
+static void verify_report(const verify_t *v)
+{
+    size_t n = v->problems < VERIFY_REPORTS_MAX ? v->problems : VERIFY_REPORTS_MAX;
+    for (size_t i = 0; i < n; i++) {
+        const verify_finding_t *f = &v->found[i];
+        report_at(f->fault, (const void *)f->p, f->at ? &f->header : NULL, f->at, f->detail);
+    }
+    if (n < v->problems) { /* EBB_DEBUG_ON_ERROR=continue: the first report did not abort */
+        int fd = debug_log_open();
+        text_t t;
+        text_init(&t, fd);
+        text_add(&t, "==ebb== ebb_debug_verify found ");
+        text_add_u64(&t, v->problems, 0);
+        text_add(&t, " problems; the first ");
+        text_add_u64(&t, VERIFY_REPORTS_MAX, 0);
+        text_add(&t, " are reported above\n");
+        text_flush(&t);
+        debug_log_close(fd);
+    }
+}
 
 /* What is wrong with a block that read as live or freed: 0 nothing, else
  * the kind of fault, with *bad the first changed byte. */
@@ -1456,20 +1564,22 @@ static void verify_block(verify_t *v, debug_header_t *h)
         return;
     const uint8_t *bad;
     int kind = verify_problem(h, freed, &bad);
-    if (kind != VERIFY_SOUND)
-        v->problems++;
     if (kind == VERIFY_HEADER) {
-        report("corrupted block header", (uint8_t *)h + sizeof *h, NULL,
-               "found by ebb_debug_verify: a write before the block's start changed ebb's header");
+        verify_keep(v, "corrupted block header", (uint8_t *)h + sizeof *h, NULL,
+                    "found by ebb_debug_verify: a write before the block's start changed ebb's "
+                    "header");
     } else if (kind == VERIFY_FREED_WRITE) {
         text_t t;
         text_init(&t, -1);
         describe_freed_write(&t, h, bad,
                              " changed while the block was in quarantine (found by "
                              "ebb_debug_verify)");
-        report("heap-use-after-free", user_of(h), h, text_cstr(&t));
+        verify_keep(v, "heap-use-after-free", user_of(h), h, text_cstr(&t));
     } else if (kind == VERIFY_OVERFLOW) {
-        report_overflow(h, bad, "found by ebb_debug_verify");
+        text_t t;
+        text_init(&t, -1);
+        const char *fault = describe_overflow(&t, h, bad, "found by ebb_debug_verify");
+        verify_keep(v, fault, user_of(h), h, text_cstr(&t));
     }
     atomic_store_explicit(&h->magic, seen, memory_order_release);
 }
@@ -1483,7 +1593,6 @@ static void verify_free_list(verify_t *v, page_t *page, const block_t *b, const 
     for (size_t n = 0; b != NULL; n++) {
         uintptr_t x = (uintptr_t)b;
         if (n > capacity || !page_is_carved_block(x, start, bs, capacity)) {
-            v->problems++;
             text_t t;
             text_init(&t, -1);
             text_add(&t, "found by ebb_debug_verify: the page's ");
@@ -1491,7 +1600,7 @@ static void verify_free_list(verify_t *v, page_t *page, const block_t *b, const 
             text_add(&t, n > capacity ? " list has a cycle" : " list links to ");
             if (n <= capacity)
                 text_add_hex(&t, x);
-            report("corrupted free list", (void *)start, NULL, text_cstr(&t));
+            verify_keep(v, "corrupted free list", (void *)start, NULL, text_cstr(&t));
             return;
         }
         b = b->next;
@@ -1547,6 +1656,7 @@ EBB_API size_t ebb_debug_verify(void)
     segment_for_each_abandoned(verify_abandoned, &v);
     huge_for_each_live(verify_huge, &v);
     purge_exclusive_end();
+    verify_report(&v); /* holding nothing now */
     DEBUG_LEAVE();
     return v.problems;
 }

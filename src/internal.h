@@ -960,6 +960,9 @@ void purge_exclusive_end(void);
 /* Set once at process start, before any block exists; read by the entry
  * points (free's is the one check release mode pays for). */
 extern ebb_internal bool debug_enabled;
+/* A debug report is ending the process (debug.c, debug_abort): nothing more
+ * at exit. */
+bool debug_aborting(void);
 void debug_init(void);
 typedef enum { DEBUG_FREE_PLAIN, DEBUG_FREE_SIZED, DEBUG_FREE_ALIGNED_SIZED } debug_free_kind_t;
 void *debug_alloc(size_t size, size_t alignment, bool zero);

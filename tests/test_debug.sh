@@ -198,6 +198,41 @@ grep -q "^==ebb== LEAK REPORT" "$TMP/nodir.err" || fail "with the log unwritable
 if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
     echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
 
+# A SIGABRT handler that goes on after a report of ebb_debug_verify: it may
+# call exit (status 3, no report at exit) or free the block (the free finds the
+# overflow again, and the process dies by SIGABRT), never hang.
+name=abort_handler_goes_on
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+timeout 60 env EBB_DEBUG=1 "$D/abort_handler_goes_on" exit >"$TMP/ah.out" 2>"$TMP/ah.err"
+rc=$?
+[ $rc -eq 3 ] || { fail "handler calling exit(3): expected status 3, got $rc (124: hung)"; show "$TMP/ah.err"; }
+grep -q "^==ebb== ERROR: heap-buffer-overflow of " "$TMP/ah.err" || fail "the overflow should be reported"
+grep -q "LEAK REPORT" "$TMP/ah.err" && fail "no leak report once a report aborts"
+timeout 60 env EBB_DEBUG=1 "$D/abort_handler_goes_on" free >"$TMP/ah2.out" 2>"$TMP/ah2.err"
+rc=$?
+[ $rc -eq 134 ] || { fail "handler freeing the block: expected death by SIGABRT (134), got $rc (124: hung)"; show "$TMP/ah2.err"; }
+n=$(grep -c "^==ebb== ERROR: heap-buffer-overflow of " "$TMP/ah2.err")
+[ "$n" -eq 2 ] || fail "the overflow is reported by verify, then by the handler's free: $n reports"
+grep -q "^handler: going on$" "$TMP/ah2.out" || fail "the handler should have run"
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
+# verify finding a fault beside a thread that frees the block inside a
+# dl_iterate_phdr callback: no hang (verify reports once it holds nothing).
+name=verify_beside_loader_callback
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off \
+    "$D/verify_beside_loader_callback" >"$TMP/vl.out" 2>"$TMP/vl.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0, got $rc (124: it hung)"; show "$TMP/vl.err"; }
+grep -q "^survived$" "$TMP/vl.out" || fail "the program should run to its end"
+grep -q "^==ebb== ERROR: heap-buffer-overflow of " "$TMP/vl.err" ||
+    fail "the overflows should be reported (by verify or at the free)"
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
 # The leak report at exit (tests/debug/leaks.c: 3 x 100 bytes lost from
 # allocate_lost; 200 bytes from allocate_kept and a chain of 1000 x 64 from
 # allocate_chain reachable from globals).
