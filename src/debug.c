@@ -26,6 +26,7 @@
  * fill); the canary is checked over its first 4 KiB.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,6 +512,14 @@ static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *w
  * (page.c, page_free_remote). A fork cannot split a claim: verify holds the
  * purge exclusion throughout, which a fork takes first.
  * ------------------------------------------------------------------------- */
+void debug_claim_backoff(unsigned spins)
+{
+    if (spins > 64)
+        sched_yield();
+    else
+        cpu_relax();
+}
+
 static bool magic_held_by_verify(const debug_header_t *h, uint64_t m)
 {
     return m == (DEBUG_MAGIC_CHECKED_LIVE ^ (uintptr_t)h) ||
@@ -521,14 +530,14 @@ static bool magic_held_by_verify(const debug_header_t *h, uint64_t m)
  * False, with nothing changed, if the magic is something else. */
 static bool block_claim(debug_header_t *h, uint64_t from, uint64_t to)
 {
-    for (;;) {
+    for (unsigned spins = 0;; spins++) {
         uint64_t m = from ^ (uintptr_t)h;
         if (atomic_compare_exchange_strong_explicit(&h->magic, &m, to ^ (uintptr_t)h,
                                                     memory_order_acquire, memory_order_relaxed))
             return true;
         if (!magic_held_by_verify(h, m))
             return false;
-        cpu_relax();
+        debug_claim_backoff(spins);
     }
 }
 

@@ -47,6 +47,10 @@ static inline uint8_t *user_of(debug_header_t *h)
     return (uint8_t *)h + h->offset;
 }
 
+/* One wait for verify to let go of a block: a pause, then yields, so that a
+ * verify thread that was preempted holding it gets the processor. */
+void debug_claim_backoff(unsigned spins);
+
 /* The block's magic once ebb_debug_verify has let go of it: while verify
  * checks a block (a short read of its header and canary or fill), whoever
  * judges it waits, so that it is never taken for a block in no known state. */
@@ -54,11 +58,11 @@ static inline uint64_t debug_magic_settled(const debug_header_t *h)
 {
     uint64_t held_live = DEBUG_MAGIC_CHECKED_LIVE ^ (uintptr_t)h;
     uint64_t held_freed = DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h;
-    for (;;) {
+    for (unsigned spins = 0;; spins++) {
         uint64_t m = atomic_load_explicit(&h->magic, memory_order_acquire);
         if (ebb_likely(m != held_live && m != held_freed))
             return m;
-        cpu_relax();
+        debug_claim_backoff(spins);
     }
 }
 
