@@ -38,6 +38,7 @@ bool debug_enabled;
 
 static struct {
     bool on_error_continue;
+    uint64_t stderr_identity; /* fd 2 at start (os_fd_identity) */
     uint8_t fill_alloc, fill_free;
     int depth;
     size_t quarantine_max;
@@ -83,6 +84,7 @@ void debug_init(void)
     cfg.depth = (int)option_get(OPT_DEBUG_TRACE_DEPTH);
     cfg.quarantine_max = (size_t)option_get(OPT_DEBUG_QUARANTINE);
     cfg.quarantine_idle_ms = option_get(OPT_DEBUG_QUARANTINE_IDLE);
+    cfg.stderr_identity = os_fd_identity(2);
     patterns_init();
     reuse_init();
     /* Traces start at the caller of these. */
@@ -146,64 +148,41 @@ static uint32_t capture(void)
  * ------------------------------------------------------------------------- */
 static lock_t report_lock = LOCK_INIT;
 
-static atomic_bool aborting;
-
-bool debug_aborting(void)
-{
-    return atomic_load_explicit(&aborting, memory_order_relaxed);
-}
-
-/* After a report, unless EBB_DEBUG_ON_ERROR=continue. The reporting thread
- * may hold ebb's locks (verify holds a heap's and the purge exclusion, a
- * purge pass its own), and a SIGABRT handler that goes on using the heap or
- * calls exit must not wait for them: once aborting, the reports at exit are
- * skipped (stats.c), and a fault found while aborting already (by a handler
- * that frees the block, say) is reported and ends the process at once, as
- * abort() does after a handler that returns. */
-static _Noreturn void debug_abort(void)
-{
-    if (atomic_exchange(&aborting, true)) {
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        sigaction(SIGABRT, &dfl, NULL);
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGABRT);
-        sigprocmask(SIG_UNBLOCK, &set, NULL);
-        raise(SIGABRT);
-    }
-    abort();
-}
-
 /* Where a report goes: EBB_DEBUG_LOG's file, opened for this one report and
  * closed after it, else stderr (2). A program may close its stderr (xz does,
  * before it exits: its leak report was lost), and a daemon may close every
  * descriptor and open others in their place: a descriptor kept open between
  * reports could by then be one of the program's files, and a report written
- * there would corrupt it. Opening costs a few system calls per report. */
-int debug_log_open(void)
+ * there would corrupt it. Opening costs a few system calls per report. When
+ * the file cannot be opened, the report goes to stderr only if fd 2 is still
+ * the file it was at start; else nowhere (-1), rather than into what may now
+ * be one of the program's files (review finding). */
+int debug_log_open(bool *opened)
 {
+    *opened = false;
     const char *pattern = option_get_text(OPT_DEBUG_LOG);
     if (pattern == NULL)
         return 2;
     char path[4096];
     int fd = text_expand_path(pattern, path, sizeof path) ? os_open_append(path) : -1;
-    if (fd < 0) {
-        text_t t;
-        text_init(&t, 2);
-        text_add(&t, "ebb: EBB_DEBUG_LOG=");
-        text_add(&t, pattern);
-        text_add(&t, ": cannot open for appending; writing to stderr\n");
-        text_flush(&t);
-        return 2;
+    if (fd >= 0) {
+        *opened = true; /* any number, even 2 if the program closed its stderr */
+        return fd;
     }
-    return fd;
+    if (cfg.stderr_identity == 0 || os_fd_identity(2) != cfg.stderr_identity)
+        return -1;
+    text_t t;
+    text_init(&t, 2);
+    text_add(&t, "ebb: EBB_DEBUG_LOG=");
+    text_add(&t, pattern);
+    text_add(&t, ": cannot open for appending; writing to stderr\n");
+    text_flush(&t);
+    return 2;
 }
 
-void debug_log_close(int fd)
+void debug_log_close(int fd, bool opened)
 {
-    if (fd != 2)
+    if (opened)
         os_close(fd);
 }
 
@@ -218,13 +197,15 @@ static void report(const char *fault, const void *p, const debug_header_t *h, co
     report_at(fault, p, h, (uintptr_t)h, detail);
 }
 
-/* The same, h being a copy of the header that was at h_at (verify's). */
+/* The same, h being a copy of the header that was at h_at (verify_report,
+ * report_unheld). */
 static void report_at(const char *fault, const void *p, const debug_header_t *h, uintptr_t h_at,
                       const char *detail)
 {
     uint32_t here = capture();
     lock_acquire(&report_lock);
-    int fd = debug_log_open();
+    bool opened;
+    int fd = debug_log_open(&opened);
     text_t t;
     text_init(&t, fd);
     text_add(&t, "==ebb== ERROR: ");
@@ -267,10 +248,10 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
     else
         text_add(&t, "==ebb== aborting (EBB_DEBUG_ON_ERROR=continue logs faults and goes on)\n");
     text_flush(&t);
-    debug_log_close(fd);
+    debug_log_close(fd, opened);
     lock_release(&report_lock);
     if (!cfg.on_error_continue)
-        debug_abort();
+        abort();
 }
 
 /* ---------------------------------------------------------------------------
@@ -1256,6 +1237,35 @@ static const char *const fault_not_live[] = {
     "realloc of a pointer that is not a live block",
     "malloc_usable_size of a pointer that is not a live block"};
 
+/* A report about a block this thread does not hold (a double free, an
+ * interior pointer): the header is copied while it is claimed as verify
+ * claims it (step 1), and the report is made from the copy. Read in place,
+ * the header could go while the report waited for the report lock and
+ * symbolized: the block leaving the quarantine, reused or its segment
+ * unmapped (a review's four threads each freeing blocks twice, with
+ * EBB_DEBUG_ON_ERROR=continue, crashed 5 runs of 5). A block that is
+ * changing at that moment is reported without its header. */
+static void report_unheld(const char *fault, const void *p, debug_header_t *h, const char *detail)
+{
+    uint64_t m = atomic_load_explicit(&h->magic, memory_order_relaxed);
+    uint64_t held;
+    if (m == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h))
+        held = DEBUG_MAGIC_CHECKED_LIVE ^ (uintptr_t)h;
+    else if (m == (DEBUG_MAGIC_FREED ^ (uintptr_t)h))
+        held = DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h;
+    else
+        held = 0;
+    debug_header_t copy;
+    if (held && atomic_compare_exchange_strong_explicit(&h->magic, &m, held, memory_order_acquire,
+                                                        memory_order_relaxed)) {
+        memcpy(&copy, h, sizeof copy);
+        atomic_store_explicit(&h->magic, m, memory_order_release);
+        report_at(fault, p, &copy, (uintptr_t)h, detail);
+    } else {
+        report(fault, p, NULL, detail);
+    }
+}
+
 /* Report p if it is not a live block's user pointer; true if it is. */
 static bool pointer_sound(const void *p, call_t call, debug_header_t **out)
 {
@@ -1269,17 +1279,17 @@ static bool pointer_sound(const void *p, call_t call, debug_header_t **out)
         report(fault_foreign[call], p, NULL, NULL);
         return false;
     case PTR_INTERIOR:
-        report(fault_interior[call], p, debug_header_live(h) ? h : NULL,
-               "the pointer lies inside a block but is not its start");
+        report_unheld(fault_interior[call], p, h,
+                      "the pointer lies inside a block but is not its start");
         return false;
     case PTR_FREED:
-        report(fault_freed[call], p, h, NULL);
+        report_unheld(fault_freed[call], p, h, NULL);
         return false;
     case PTR_DAMAGED:
         /* The size and traces come from the damaged header: shown, flagged. */
-        report("corrupted block header", p, h,
-               "a write before the block's start changed ebb's header (the size and "
-               "traces below are read from it and may be wrong too)");
+        report_unheld("corrupted block header", p, h,
+                      "a write before the block's start changed ebb's header (the size and "
+                      "traces below are read from it and may be wrong too)");
         return false;
     case PTR_NOT_LIVE:
         report(fault_not_live[call], p, NULL,
@@ -1299,8 +1309,8 @@ static bool pointer_sound(const void *p, call_t call, debug_header_t **out)
 static void free_block(debug_header_t *h, bool canary_checked, call_t call)
 {
     if (!block_claim(h, DEBUG_MAGIC_LIVE, DEBUG_MAGIC_BUSY)) {
-        report(fault_freed[call], user_of(h), h,
-               "another thread freed the block at the same moment");
+        report_unheld(fault_freed[call], user_of(h), h,
+                      "another thread freed the block at the same moment");
         return;
     }
     size_t usable = block_bytes(h), tail = tail_len(h, usable);
@@ -1523,7 +1533,8 @@ static void verify_report(const verify_t *v)
         report_at(f->fault, (const void *)f->p, f->at ? &f->header : NULL, f->at, f->detail);
     }
     if (n < v->problems) { /* EBB_DEBUG_ON_ERROR=continue: the first report did not abort */
-        int fd = debug_log_open();
+        bool opened;
+        int fd = debug_log_open(&opened);
         text_t t;
         text_init(&t, fd);
         text_add(&t, "==ebb== ebb_debug_verify found ");
@@ -1532,7 +1543,7 @@ static void verify_report(const verify_t *v)
         text_add_u64(&t, VERIFY_REPORTS_MAX, 0);
         text_add(&t, " are reported above\n");
         text_flush(&t);
-        debug_log_close(fd);
+        debug_log_close(fd, opened);
     }
 }
 

@@ -76,8 +76,8 @@ static inline bool debug_header_live(const debug_header_t *h)
 bool debug_header_intact(const debug_header_t *h);
 
 /* Fault and leak reports: EBB_DEBUG_LOG's file, or stderr (debug.c). */
-int debug_log_open(void);
-void debug_log_close(int fd);
+int debug_log_open(bool *opened);
+void debug_log_close(int fd, bool opened);
 
 /* leak.c */
 void leak_report_at_exit(void);

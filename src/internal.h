@@ -625,6 +625,9 @@ void os_write_stderr(const char *s, size_t len);
 int os_open_read(const char *path);
 /* Open `path` for appending (created 0644); -1 on failure. errno is kept. */
 int os_open_append(const char *path);
+/* Which open file fd is (its device and inode folded into one nonzero
+ * number), or 0 if fd is not open. */
+uint64_t os_fd_identity(int fd);
 /* Write all of s (retrying short writes); errors are ignored. */
 void os_write_fd(int fd, const char *s, size_t len);
 void os_close(int fd);
@@ -953,6 +956,8 @@ void heap_counts(size_t *alive, size_t *pooled);
 /* No purge pass runs (and the scavenger quiesces no heap) until _end. */
 void purge_exclusive_begin(void);
 void purge_exclusive_end(void);
+/* Whether the calling thread holds the pass lock (a pass, or the exclusion). */
+bool purge_pass_held_here(void);
 
 /* ---------------------------------------------------------------------------
  * debug.c, trace.c — debug mode (EBB_DEBUG=1) and its stack traces
@@ -960,9 +965,7 @@ void purge_exclusive_end(void);
 /* Set once at process start, before any block exists; read by the entry
  * points (free's is the one check release mode pays for). */
 extern ebb_internal bool debug_enabled;
-/* A debug report is ending the process (debug.c, debug_abort): nothing more
- * at exit. */
-bool debug_aborting(void);
+
 void debug_init(void);
 typedef enum { DEBUG_FREE_PLAIN, DEBUG_FREE_SIZED, DEBUG_FREE_ALIGNED_SIZED } debug_free_kind_t;
 void *debug_alloc(size_t size, size_t alignment, bool zero);

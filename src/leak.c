@@ -389,9 +389,10 @@ void leak_report_at_exit(void)
     if (mem == NULL) {
         purge_exclusive_end();
         static const char msg[] = "==ebb== no memory for the leak report\n";
-        int fd = debug_log_open();
+        bool opened;
+        int fd = debug_log_open(&opened);
         os_write_fd(fd, msg, sizeof msg - 1);
-        debug_log_close(fd);
+        debug_log_close(fd, opened);
         return;
     }
     lk.spans = (span_t *)mem;
@@ -437,7 +438,8 @@ void leak_report_at_exit(void)
         groups[g].bytes += size;
     }
 
-    int fd = debug_log_open();
+    bool opened;
+    int fd = debug_log_open(&opened);
     text_t t;
     text_init(&t, fd);
     text_add(&t, "==ebb== LEAK REPORT (pid ");
@@ -458,7 +460,7 @@ void leak_report_at_exit(void)
     text_add(&t, mode == 2 ? "\n" : " (EBB_DEBUG_LEAKS=all lists them)\n");
     text_add(&t, "==ebb== end of leak report\n");
     text_flush(&t);
-    debug_log_close(fd);
+    debug_log_close(fd, opened);
     os_unmap(mem, bytes);
     long code = option_get(OPT_DEBUG_LEAK_EXITCODE);
     if (lost > 0 && code > 0)

@@ -18,6 +18,13 @@ static long option_values[OPT_COUNT];
 /* Read only when a report or the stats file is opened: kept out of the one
  * page of small globals (tests/test_exports.sh, cold_arrays_take_no_file_space). */
 static const char *option_texts[OPT_COUNT] ebb_cold_bss;
+/* The text values themselves, copied: a program may rewrite its environment
+ * strings in place (setproctitle in nginx and PostgreSQL clears them to hold
+ * the process title), and EBB_DEBUG_LOG is read at every report (a review
+ * found the log path emptied that way). */
+#define OPTION_TEXT_SPACE 8192
+static char option_text_space[OPTION_TEXT_SPACE] ebb_cold_bss;
+static size_t option_text_used;
 static bool options_loaded;
 
 /* Before options_init (the first allocator call) the defaults apply. */
@@ -37,8 +44,12 @@ static void option_set_from_text(option_id_t id, const char *value)
     long v;
     bool ok = false;
     if (d->is_text) {
-        if (*value != '\0') {
-            option_texts[id] = value; /* environ (or env_copy) outlives us */
+        size_t len = strlen(value);
+        if (len > 0 && len < OPTION_TEXT_SPACE - option_text_used) {
+            char *copy = option_text_space + option_text_used;
+            memcpy(copy, value, len + 1);
+            option_text_used += len + 1;
+            option_texts[id] = copy;
             return;
         }
     } else if (d->choices) {
@@ -62,7 +73,7 @@ static void option_set_from_text(option_id_t id, const char *value)
     text_add(&t, "=");
     text_add(&t, value);
     if (d->is_text) {
-        text_add(&t, ": expected a file name; ignored");
+        text_add(&t, ": expected a file name (shorter than 8 KiB in all); ignored");
     } else if (d->choices) {
         text_add(&t, ": expected one of");
         for (long i = 0; d->choices[i]; i++) {
@@ -109,8 +120,11 @@ static void options_consider(const char *entry)
 
 void options_init(void)
 {
-    for (int id = 0; id < OPT_COUNT; id++)
+    option_text_used = 0;
+    for (int id = 0; id < OPT_COUNT; id++) {
         option_values[id] = option_table[id].def;
+        option_texts[id] = NULL;
+    }
     options_loaded = true;
     if (environ) {
         for (char **e = environ; *e; e++)

@@ -12,6 +12,7 @@
 #include <sys/auxv.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -91,6 +92,15 @@ int os_open_read(const char *path)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     errno = saved;
     return fd;
+}
+
+uint64_t os_fd_identity(int fd)
+{
+    int saved = errno;
+    struct stat st;
+    uint64_t id = fstat(fd, &st) == 0 ? ((uint64_t)st.st_dev << 40) ^ (uint64_t)st.st_ino ^ 1 : 0;
+    errno = saved;
+    return id;
 }
 
 int os_open_append(const char *path)

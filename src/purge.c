@@ -88,6 +88,37 @@ static lock_t purge_lock = LOCK_INIT; /* the purge list, purge_listed, purge_bus
 static segment_t *purge_first;
 
 static lock_t pass_lock = LOCK_INIT; /* one pass at a time */
+/* This thread holds pass_lock (in a pass, or the exclusion of verify, the
+ * walk, the leak report): see purge_pass_held_here. */
+static __thread bool pass_held_here;
+
+static void pass_take(void)
+{
+    lock_acquire(&pass_lock);
+    pass_held_here = true;
+}
+
+static bool pass_try_take(void)
+{
+    if (!lock_try_acquire(&pass_lock))
+        return false;
+    pass_held_here = true;
+    return true;
+}
+
+static void pass_drop(void)
+{
+    pass_held_here = false;
+    lock_release(&pass_lock);
+}
+
+/* A debug report found in a pass (a write after free in a block leaving the
+ * quarantine) aborts holding pass_lock; a SIGABRT handler that then calls
+ * exit runs the reports at exit, which need it (stats.c skips them). */
+bool purge_pass_held_here(void)
+{
+    return pass_held_here;
+}
 static atomic_int purge_work;
 static atomic_int thread_state;
 static atomic_int thread_wanted;
@@ -274,21 +305,21 @@ static bool purge_pass_locked(bool force)
 
 void purge_run(bool force)
 {
-    lock_acquire(&pass_lock);
+    pass_take();
     purge_pass_locked(force);
     if (force)
         purge_pass_locked(true); /* what the first pass freed (pages → slices) */
-    lock_release(&pass_lock);
+    pass_drop();
 }
 
 void purge_exclusive_begin(void)
 {
-    lock_acquire(&pass_lock);
+    pass_take();
 }
 
 void purge_exclusive_end(void)
 {
-    lock_release(&pass_lock);
+    pass_drop();
 }
 
 /* ---------------------------------------------------------------------------
@@ -367,9 +398,9 @@ static void *scavenger_main(void *arg)
         for (;;) {
             long delay = purge_delay_ms();
             os_sleep_ms(delay > 0 ? delay : 1);
-            lock_acquire(&pass_lock);
+            pass_take();
             bool pending = purge_pass_locked(false);
-            lock_release(&pass_lock);
+            pass_drop();
             next_sample = sample_if_due(next_sample, interval);
             if (pending)
                 continue;
@@ -437,13 +468,13 @@ void purge_poll(bool may_start)
     uint64_t now = os_now_ms();
     if (now < atomic_load_explicit(&next_inline_pass_ms, memory_order_relaxed))
         return;
-    if (!lock_try_acquire(&pass_lock))
+    if (!pass_try_take())
         return; /* another thread is in a pass */
     long delay = purge_delay_ms();
     atomic_store_explicit(&next_inline_pass_ms, now + (uint64_t)(delay > 0 ? delay : 1),
                           memory_order_relaxed);
     bool pending = purge_pass_locked(false);
-    lock_release(&pass_lock);
+    pass_drop();
     if (!pending) {
         atomic_store(&purge_work, 0);
         if (purge_pending())
