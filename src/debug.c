@@ -39,6 +39,7 @@ bool debug_enabled;
 static struct {
     bool on_error_continue;
     uint64_t stderr_identity; /* fd 2 at start (os_fd_identity) */
+    const char *log_pattern;  /* EBB_DEBUG_LOG, made absolute at start; NULL: stderr */
     uint8_t fill_alloc, fill_free;
     int depth;
     size_t quarantine_max;
@@ -47,6 +48,7 @@ static struct {
 
 static void patterns_init(void);
 static void reuse_init(void);
+static void log_pattern_init(void);
 
 static __thread bool in_debug; /* a trace capture that allocates must not recurse */
 /* The canonical frame address of the outermost debug_* function on this
@@ -85,6 +87,7 @@ void debug_init(void)
     cfg.quarantine_max = (size_t)option_get(OPT_DEBUG_QUARANTINE);
     cfg.quarantine_idle_ms = option_get(OPT_DEBUG_QUARANTINE_IDLE);
     cfg.stderr_identity = os_fd_identity(2);
+    log_pattern_init();
     patterns_init();
     reuse_init();
     /* Traces start at the caller of these. */
@@ -148,6 +151,36 @@ static uint32_t capture(void)
  * ------------------------------------------------------------------------- */
 static lock_t report_lock = LOCK_INIT;
 
+/* Every report, the leak report too, is written under it: they share the
+ * symbolizer's buffers (trace.c, trace_print) and do not interleave. */
+void debug_report_lock(void)
+{
+    lock_acquire(&report_lock);
+}
+
+void debug_report_unlock(void)
+{
+    lock_release(&report_lock);
+}
+
+/* A relative EBB_DEBUG_LOG is taken from the directory the process started
+ * in: a daemon that changes directory (to /, typically) still writes where
+ * it was asked to. */
+static void log_pattern_init(void)
+{
+    static char absolute[4096] ebb_cold_bss;
+    const char *pattern = option_get_text(OPT_DEBUG_LOG);
+    cfg.log_pattern = pattern;
+    if (pattern == NULL || pattern[0] == '/' || !os_getcwd(absolute, sizeof absolute))
+        return;
+    size_t dir = strlen(absolute), len = strlen(pattern);
+    if (dir + 1 + len + 1 > sizeof absolute)
+        return;
+    absolute[dir] = '/';
+    memcpy(absolute + dir + 1, pattern, len + 1);
+    cfg.log_pattern = absolute;
+}
+
 /* Where a report goes: EBB_DEBUG_LOG's file, opened for this one report and
  * closed after it, else stderr (2). A program may close its stderr (xz does,
  * before it exits: its leak report was lost), and a daemon may close every
@@ -160,10 +193,10 @@ static lock_t report_lock = LOCK_INIT;
 int debug_log_open(bool *opened)
 {
     *opened = false;
-    const char *pattern = option_get_text(OPT_DEBUG_LOG);
+    const char *pattern = cfg.log_pattern;
     if (pattern == NULL)
         return 2;
-    char path[4096];
+    static char path[4096] ebb_cold_bss; /* under the report lock, as every report */
     int fd = text_expand_path(pattern, path, sizeof path) ? os_open_append(path) : -1;
     if (fd >= 0) {
         *opened = true; /* any number, even 2 if the program closed its stderr */
@@ -1533,6 +1566,7 @@ static void verify_report(const verify_t *v)
         report_at(f->fault, (const void *)f->p, f->at ? &f->header : NULL, f->at, f->detail);
     }
     if (n < v->problems) { /* EBB_DEBUG_ON_ERROR=continue: the first report did not abort */
+        debug_report_lock();
         bool opened;
         int fd = debug_log_open(&opened);
         text_t t;
@@ -1544,6 +1578,7 @@ static void verify_report(const verify_t *v)
         text_add(&t, " are reported above\n");
         text_flush(&t);
         debug_log_close(fd, opened);
+        debug_report_unlock();
     }
 }
 

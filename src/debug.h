@@ -75,7 +75,10 @@ static inline bool debug_header_live(const debug_header_t *h)
  * user bytes lie inside the underlying block). */
 bool debug_header_intact(const debug_header_t *h);
 
-/* Fault and leak reports: EBB_DEBUG_LOG's file, or stderr (debug.c). */
+/* Fault and leak reports: EBB_DEBUG_LOG's file, or stderr (debug.c); opened
+ * and written under the report lock. */
+void debug_report_lock(void);
+void debug_report_unlock(void);
 int debug_log_open(bool *opened);
 void debug_log_close(int fd, bool opened);
 

@@ -628,6 +628,8 @@ int os_open_append(const char *path);
 /* Which open file fd is (its device and inode folded into one nonzero
  * number), or 0 if fd is not open. */
 uint64_t os_fd_identity(int fd);
+/* The current directory; false if it does not fit in cap bytes. */
+bool os_getcwd(char *buf, size_t cap);
 /* Write all of s (retrying short writes); errors are ignored. */
 void os_write_fd(int fd, const char *s, size_t len);
 void os_close(int fd);

@@ -389,10 +389,12 @@ void leak_report_at_exit(void)
     if (mem == NULL) {
         purge_exclusive_end();
         static const char msg[] = "==ebb== no memory for the leak report\n";
+        debug_report_lock();
         bool opened;
         int fd = debug_log_open(&opened);
         os_write_fd(fd, msg, sizeof msg - 1);
         debug_log_close(fd, opened);
+        debug_report_unlock();
         return;
     }
     lk.spans = (span_t *)mem;
@@ -438,6 +440,7 @@ void leak_report_at_exit(void)
         groups[g].bytes += size;
     }
 
+    debug_report_lock();
     bool opened;
     int fd = debug_log_open(&opened);
     text_t t;
@@ -461,6 +464,7 @@ void leak_report_at_exit(void)
     text_add(&t, "==ebb== end of leak report\n");
     text_flush(&t);
     debug_log_close(fd, opened);
+    debug_report_unlock();
     os_unmap(mem, bytes);
     long code = option_get(OPT_DEBUG_LEAK_EXITCODE);
     if (lost > 0 && code > 0)

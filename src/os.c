@@ -94,6 +94,14 @@ int os_open_read(const char *path)
     return fd;
 }
 
+bool os_getcwd(char *buf, size_t cap)
+{
+    int saved = errno;
+    bool ok = getcwd(buf, cap) != NULL;
+    errno = saved;
+    return ok;
+}
+
 uint64_t os_fd_identity(int fd)
 {
     int saved = errno;

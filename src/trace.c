@@ -1206,7 +1206,7 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
         close(fds[0]);
         return;
     }
-    char buf[64 * 160];
+    static char buf[64 * 160] ebb_cold_bss; /* reports are serialized (trace_print) */
     size_t got = 0;
     for (;;) {
         ssize_t r = read(fds[0], buf + got, sizeof buf - 1 - got);
@@ -1248,7 +1248,10 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         text_add(t, "(no stack trace)\n");
         return;
     }
-    module_t mods[TRACE_DEPTH_MAX];
+    /* Static, as the buffers below: every caller holds debug.c's report lock,
+     * and a report must fit on a thread's small stack (a thread of 32 KiB
+     * crashed reporting a double free when these 24 KiB were on it). */
+    static module_t mods[TRACE_DEPTH_MAX] ebb_cold_bss;
     uintptr_t vaddr[TRACE_DEPTH_MAX];
     for (int i = 0; i < n; i++) {
         memset(&mods[i], 0, sizeof mods[i]);
@@ -1256,8 +1259,7 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         module_find(&mods[i]);
         vaddr[i] = mods[i].pc - mods[i].bias;
     }
-    /* file:line, one addr2line run per module. (Static: reports are
-     * serialized by debug.c.) */
+    /* file:line, one addr2line run per module. */
     static char lines[TRACE_DEPTH_MAX][160] ebb_cold_bss;
     memset(lines, 0, sizeof lines);
     bool done[TRACE_DEPTH_MAX] = {false};
@@ -1273,7 +1275,7 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
                 done[j] = true;
             }
         }
-        char got[TRACE_DEPTH_MAX][160];
+        static char got[TRACE_DEPTH_MAX][160] ebb_cold_bss;
         file_lines(mods[i].path, batch, k, got);
         for (int j = 0; j < k; j++)
             memcpy(lines[which[j]], got[j], sizeof got[j]);

@@ -249,15 +249,31 @@ n=$(grep -c "^==ebb== ERROR: double free of " "$TMP/dft.err")
 if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
     echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
 
-# EBB_DEBUG_LOG read at a report after the program rewrote its environment.
+# EBB_DEBUG_LOG (relative) used at a report after the program rewrote its
+# environment and changed directory.
 name=debug_log_after_environ_rewritten
 cases=$((cases + 1)); case_failed=0
 echo "[ RUN  ] $name"
-timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off EBB_DEBUG_LOG="$TMP/env.log" \
-    "$D/log_after_environ_rewritten" >"$TMP/env.out" 2>"$TMP/env.err"
+(cd "$TMP" && timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off \
+    EBB_DEBUG_LOG=env.log "$D/log_after_environ_rewritten" >"$TMP/env.out" 2>"$TMP/env.err")
 ptr=$(sed -n 's/^victim=//p' "$TMP/env.out")
 grep -q "^==ebb== ERROR: double free of $ptr " "$TMP/env.log" 2>/dev/null ||
     { fail "the report should be in the log file"; show "$TMP/env.err"; }
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
+# A report made on the smallest thread stack (PTHREAD_STACK_MIN).
+name=report_on_small_stack
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off \
+    "$D/report_on_small_stack" >"$TMP/ss.out" 2>"$TMP/ss.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0, got $rc"; show "$TMP/ss.err"; }
+ptr=$(sed -n 's/^victim=//p' "$TMP/ss.out")
+grep -q "^==ebb== ERROR: double free of $ptr " "$TMP/ss.err" || fail "the double free should be reported"
+awk '/^  allocated at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/ss.err" | head -n 1 |
+    grep -q " in allocate_victim+" || fail "with its allocation trace symbolized"
 if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
     echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
 
