@@ -26,6 +26,7 @@
  * fill); the canary is checked over its first 4 KiB.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -152,15 +153,39 @@ static uint32_t capture(void)
 static lock_t report_lock = LOCK_INIT;
 
 /* Every report, the leak report too, is written under it: they share the
- * symbolizer's buffers (trace.c, trace_print) and do not interleave. */
+ * symbolizer's buffers (trace.c, trace_print) and do not interleave.
+ * - Its holder is recorded: a signal handler that interrupts a report and
+ *   calls exit (whose leak report needs the lock) or fork (whose handlers
+ *   take it) would otherwise wait for itself (review finding): the leak
+ *   report is then skipped, and fork leaves the lock as it is.
+ * - Cancellation is off while it is held: a report waits for addr2line and
+ *   writes, which are cancellation points, and a thread cancelled there left
+ *   the lock held for good (the next report, and exit's, hung). */
+static _Atomic(uintptr_t) report_owner;
+static __thread int report_cancel_state;
+
 void debug_report_lock(void)
 {
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
     lock_acquire(&report_lock);
+    report_cancel_state = old;
+    atomic_store_explicit(&report_owner, thread_id_self(), memory_order_relaxed);
 }
 
 void debug_report_unlock(void)
 {
+    int old = report_cancel_state;
+    atomic_store_explicit(&report_owner, 0, memory_order_relaxed);
     lock_release(&report_lock);
+    pthread_setcancelstate(old, &old);
+}
+
+/* Whether this thread is in the middle of a report (a signal handler of its
+ * interrupted one). */
+bool debug_report_held_here(void)
+{
+    return atomic_load_explicit(&report_owner, memory_order_relaxed) == thread_id_self();
 }
 
 /* A relative EBB_DEBUG_LOG is taken from the directory the process started
@@ -236,7 +261,7 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
                       const char *detail)
 {
     uint32_t here = capture();
-    lock_acquire(&report_lock);
+    debug_report_lock();
     bool opened;
     int fd = debug_log_open(&opened);
     text_t t;
@@ -282,7 +307,7 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
         text_add(&t, "==ebb== aborting (EBB_DEBUG_ON_ERROR=continue logs faults and goes on)\n");
     text_flush(&t);
     debug_log_close(fd, opened);
-    lock_release(&report_lock);
+    debug_report_unlock();
     if (!cfg.on_error_continue)
         abort();
 }
@@ -1006,9 +1031,26 @@ static uint64_t shard_pushed_before(unsigned k, uint64_t pushed, uint64_t now_ms
     return 0;
 }
 
+/* Blocks a purge pass took out of the quarantine: they leave (checked, and
+ * reported if a write after free changed them) once the pass is over, by
+ * debug_quarantine_after_pass. A report aborts, and one made inside the pass
+ * aborted holding the pass lock: a SIGABRT handler that forked, or that
+ * siglongjmp'ed on, or another thread's exit then waited for it for good
+ * (review finding). Per thread: the thread that ran the pass takes them. */
+static __thread debug_header_t *decay_out;
+
+void debug_quarantine_after_pass(void)
+{
+    debug_header_t *list = decay_out;
+    if (list == NULL)
+        return;
+    decay_out = NULL;
+    leave_quarantine_all(list);
+}
+
 /* A purge pass (purge.c): the blocks that waited EBB_DEBUG_QUARANTINE_IDLE ms
- * leave (with `force`, all of them). True while blocks remain for a later
- * pass. */
+ * are taken out (with `force`, all of them), to leave after the pass. True
+ * while blocks remain for a later pass. */
 bool debug_quarantine_decay(uint64_t now_ms, bool force)
 {
     static uint64_t last_ms; /* under pass_lock */
@@ -1032,10 +1074,11 @@ bool debug_quarantine_decay(uint64_t now_ms, bool force)
         lock_release(&q->lock);
         if (got) {
             atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
-            leave_quarantine_all(out);
+            *out_tail = decay_out;
+            decay_out = out;
         }
     }
-    return debug_quarantine_pending();
+    return debug_quarantine_pending() || decay_out != NULL;
 }
 
 /* The purge pass's re-check: seq_cst, as the count's increments. */
@@ -1718,6 +1761,8 @@ EBB_API size_t ebb_debug_verify(void)
 
 /* fork (heap.c): debug mode's locks are leaves (nothing else is taken while
  * one is held), taken last and released first. */
+static bool report_fork_skip; /* between debug_fork_lock and debug_fork_unlock */
+
 void debug_fork_lock(void)
 {
     for (unsigned k = 0; k < QUARANTINE_SHARDS; k++)
@@ -1725,14 +1770,19 @@ void debug_fork_lock(void)
     for (unsigned k = 0; k < QUARANTINE_SHARDS; k++)
         lock_acquire(&reuse_shards[k].lock);
     lock_acquire(&context_lock);
-    lock_acquire(&report_lock);
+    /* A handler that forks in the middle of its thread's report: the lock
+     * is ours already, and stays so in both processes. */
+    report_fork_skip = debug_report_held_here();
+    if (!report_fork_skip)
+        lock_acquire(&report_lock);
     trace_fork_lock();
 }
 
 void debug_fork_unlock(void)
 {
     trace_fork_unlock();
-    lock_release(&report_lock);
+    if (!report_fork_skip)
+        lock_release(&report_lock);
     lock_release(&context_lock);
     for (unsigned k = QUARANTINE_SHARDS; k-- > 0;)
         lock_release(&reuse_shards[k].lock);

@@ -79,6 +79,7 @@ bool debug_header_intact(const debug_header_t *h);
  * and written under the report lock. */
 void debug_report_lock(void);
 void debug_report_unlock(void);
+bool debug_report_held_here(void);
 int debug_log_open(bool *opened);
 void debug_log_close(int fd, bool opened);
 

@@ -958,8 +958,7 @@ void heap_counts(size_t *alive, size_t *pooled);
 /* No purge pass runs (and the scavenger quiesces no heap) until _end. */
 void purge_exclusive_begin(void);
 void purge_exclusive_end(void);
-/* Whether the calling thread holds the pass lock (a pass, or the exclusion). */
-bool purge_pass_held_here(void);
+
 
 /* ---------------------------------------------------------------------------
  * debug.c, trace.c — debug mode (EBB_DEBUG=1) and its stack traces
@@ -979,6 +978,8 @@ size_t debug_reuse_bytes(void);
 bool debug_reuse_decay(uint64_t now_ms, bool force);
 bool debug_reuse_pending(void);
 bool debug_quarantine_decay(uint64_t now_ms, bool force);
+/* After a pass, with no lock held: what the decay took out leaves. */
+void debug_quarantine_after_pass(void);
 bool debug_untraced_begin(void);
 void debug_untraced_end(bool was);
 bool debug_quarantine_pending(void);

@@ -375,6 +375,8 @@ void leak_report_at_exit(void)
     long mode = option_get(OPT_DEBUG_LEAKS);
     if (!debug_enabled || mode == 0)
         return;
+    if (debug_report_held_here())
+        return; /* exit from a signal handler that interrupted this thread's report */
     __builtin_unwind_init(); /* callee-saved registers onto our stack */
     volatile uintptr_t sp_anchor = 0;
     uintptr_t sp = (uintptr_t)&sp_anchor;

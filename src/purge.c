@@ -88,37 +88,28 @@ static lock_t purge_lock = LOCK_INIT; /* the purge list, purge_listed, purge_bus
 static segment_t *purge_first;
 
 static lock_t pass_lock = LOCK_INIT; /* one pass at a time */
-/* This thread holds pass_lock (in a pass, or the exclusion of verify, the
- * walk, the leak report): see purge_pass_held_here. */
-static __thread bool pass_held_here;
 
 static void pass_take(void)
 {
     lock_acquire(&pass_lock);
-    pass_held_here = true;
 }
 
 static bool pass_try_take(void)
 {
-    if (!lock_try_acquire(&pass_lock))
-        return false;
-    pass_held_here = true;
-    return true;
+    return lock_try_acquire(&pass_lock);
 }
 
+/* Once the lock is dropped, the blocks the pass took out of debug mode's
+ * quarantine leave it: a write after free found there is reported, and a
+ * report may abort, which must not happen holding the lock (debug.c,
+ * debug_quarantine_after_pass). */
 static void pass_drop(void)
 {
-    pass_held_here = false;
     lock_release(&pass_lock);
+    if (debug_enabled)
+        debug_quarantine_after_pass();
 }
 
-/* A debug report found in a pass (a write after free in a block leaving the
- * quarantine) aborts holding pass_lock; a SIGABRT handler that then calls
- * exit runs the reports at exit, which need it (stats.c skips them). */
-bool purge_pass_held_here(void)
-{
-    return pass_held_here;
-}
 static atomic_int purge_work;
 static atomic_int thread_state;
 static atomic_int thread_wanted;

@@ -421,8 +421,6 @@ void stats_init(void)
  * Other threads may still be running. */
 __attribute__((destructor)) static void stats_at_exit(void)
 {
-    if (purge_pass_held_here())
-        return; /* exit called inside a pass (a SIGABRT handler after a debug report) */
     if (option_get(OPT_STATS)) {
         int fd = stats_open_output();
         stats_report(fd, "at exit");

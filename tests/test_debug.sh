@@ -277,6 +277,31 @@ awk '/^  allocated at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/ss.err" | 
 if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
     echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
 
+# A SIGABRT handler that forks after a report made by a purge pass.
+name=handler_after_report_in_pass
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+timeout 60 env EBB_DEBUG=1 EBB_BACKGROUND=0 "$D/handler_after_report_in_pass" >"$TMP/hp.out" 2>"$TMP/hp.err"
+rc=$?
+[ $rc -eq 3 ] || { fail "expected the handler's exit status 3, got $rc (124: it hung)"; show "$TMP/hp.err"; }
+grep -q "^==ebb== ERROR: heap-use-after-free of " "$TMP/hp.err" || fail "the write after free should be reported"
+grep -q "^handler: forked$" "$TMP/hp.out" || fail "the handler should have forked"
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
+# exit from a signal handler that interrupted a report; a thread cancelled
+# while it makes reports.
+name=exit_during_report
+cases=$((cases + 1)); case_failed=0
+echo "[ RUN  ] $name"
+timeout -s KILL 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_TRACE_DEPTH=4 \
+    "$D/exit_during_report" >"$TMP/ed.out" 2>"$TMP/ed.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0 from the SIGTERM handler, got $rc (137: it hung)"; show "$TMP/ed.err"; }
+grep -q "^cancelled$" "$TMP/ed.out" || fail "the reporting thread should have been cancelled and joined"
+if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+
 # The leak report at exit (tests/debug/leaks.c: 3 x 100 bytes lost from
 # allocate_lost; 200 bytes from allocate_kept and a chain of 1000 x 64 from
 # allocate_chain reachable from globals).
