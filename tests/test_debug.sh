@@ -23,15 +23,18 @@ trap 'rm -rf "$TMP"' EXIT
 cases=0 failed_cases=0 case_failed=0 name=""
 fail() { echo "    FAILED [$name]: $*"; case_failed=1; }
 show() { sed 's/^/      | /' "$1" | head -n 40; }
+# begin_case NAME ... end_case: one case of the summary, failed if fail ran.
+begin_case() { name=$1; cases=$((cases + 1)); case_failed=0; echo "[ RUN  ] $name"; }
+end_case() {
+    if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
+        echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+}
 
 # expect PROGRAM FAULT ALLOC_FN [ENV...]: ALLOC_FN "-" when no block is known.
 expect() {
     local prog=$1 fault=$2 alloc_fn=$3
     shift 3
-    name=$prog
-    case_failed=0
-    cases=$((cases + 1))
-    echo "[ RUN  ] $name"
+    begin_case "$prog"
     if [ ! -x "$D/$prog" ]; then
         fail "$D/$prog was not built"
     else
@@ -62,8 +65,7 @@ expect() {
         n=$(grep -c "^==ebb== ERROR: $fault of " "$TMP/err2")
         [ "$n" -eq 1 ] || { fail "with continue, the fault should be reported once; it was $n times"; show "$TMP/err2"; }
     fi
-    if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-        echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+    end_case
 }
 
 expect double_free          "double free"                                          allocate_victim
@@ -93,9 +95,7 @@ expect use_after_free_late  "heap-use-after-free"                               
 expect use_after_free_found_by_time "heap-use-after-free"                         allocate_victim EBB_BACKGROUND=0
 
 # The details that only some reports carry.
-name=details
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case details
 { EBB_DEBUG=1 "$D/double_free" >/dev/null 2>"$TMP/df"; } 2>/dev/null
 grep -q '^  block: 24 bytes requested at 0x[0-9a-f]*, context "phase-two"$' "$TMP/df" ||
     fail "the double free report should give the size and the context: $(grep block: "$TMP/df")"
@@ -132,25 +132,19 @@ fi
 # Release mode: the same misuse is not diagnosed (and must not be reported).
 "$D/overflow" >"$TMP/rel" 2>&1
 grep -q "==ebb==" "$TMP/rel" && fail "without EBB_DEBUG nothing is reported"
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # ebb_debug_verify under continue returns the number of problems; the report
 # says the verify call found it.
-name=verify_counts
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case verify_counts
 EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "$D/verify_overflow" >"$TMP/v.out" 2>"$TMP/v.err"
 grep -q "^problems=1$" "$TMP/v.out" || fail "ebb_debug_verify should return 1: $(cat "$TMP/v.out")"
 grep -q "found by ebb_debug_verify" "$TMP/v.err" || fail "the report should say ebb_debug_verify found it"
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # Two threads freeing one block at the same moment: one free is reported as
 # a double free, every time, and the block is not released twice.
-name=double_free_racing
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case double_free_racing
 timeout 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off EBB_DEBUG_TRACE_DEPTH=0 \
     "$D/double_free_racing" >"$TMP/dfr.out" 2>"$TMP/dfr.err"
 rc=$?
@@ -162,15 +156,12 @@ n=$(grep -c "^==ebb== ERROR: double free of " "$TMP/dfr.err")
 grep -q "^problems=0$" "$TMP/dfr.out" ||
     fail "ebb_debug_verify after the races should find nothing: $(grep problems= "$TMP/dfr.out")"
 grep -q "^survived$" "$TMP/dfr.out" || fail "the program should run to its end"
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # EBB_DEBUG_LOG: reports go to its file, opened for each report, so a
 # program that closed its stderr (and opened a file of its own as fd 2) loses
 # none of them, and its file gets none of them.
-name=debug_log_file
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case debug_log_file
 timeout 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LOG="$TMP/log.%p" \
     "$D/report_after_closing_stderr" "$TMP/own-file" >"$TMP/rl.out" 2>"$TMP/rl.err"
 rc=$?
@@ -201,28 +192,22 @@ env EBB_DEBUG=1 EBB_DEBUG_LEAKS=lost EBB_DEBUG_LOG="$TMP/nodir/x.log" "$D/leaks"
 grep -q "EBB_DEBUG_LOG=$TMP/nodir/x.log: cannot open for appending; writing to stderr" "$TMP/nodir.err" ||
     fail "an unwritable EBB_DEBUG_LOG should be said, and the report go to stderr: $(head -n 2 "$TMP/nodir.err")"
 grep -q "^==ebb== LEAK REPORT" "$TMP/nodir.err" || fail "with the log unwritable, the leak report goes to stderr"
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # A SIGABRT handler that goes on after a report of ebb_debug_verify (frees a
 # block, calls exit): it must not hang on what verify held.
-name=abort_handler_goes_on
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case abort_handler_goes_on
 timeout 60 env EBB_DEBUG=1 "$D/abort_handler_goes_on" >"$TMP/ah.out" 2>"$TMP/ah.err"
 rc=$?
 [ $rc -eq 3 ] || { fail "handler calling exit(3): expected status 3, got $rc (124: hung)"; show "$TMP/ah.err"; }
 grep -q "^==ebb== ERROR: heap-buffer-overflow of " "$TMP/ah.err" || fail "the overflow should be reported"
 grep -q "^handler: going on$" "$TMP/ah.out" || fail "the handler should have run"
 grep -q "^==ebb== LEAK REPORT" "$TMP/ah.err" || fail "exit from the handler still gets the leak report"
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # A harness that catches each abort with siglongjmp: every fault reported and
 # caught, the program ends normally, the leak report at exit still comes.
-name=abort_caught_by_longjmp
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case abort_caught_by_longjmp
 timeout 60 env EBB_DEBUG=1 "$D/abort_caught_by_longjmp" >"$TMP/lj.out" 2>"$TMP/lj.err"
 rc=$?
 [ $rc -eq 0 ] || { fail "expected exit 0, got $rc"; show "$TMP/lj.err"; }
@@ -231,14 +216,11 @@ n=$(grep -c "^==ebb== ERROR: double free of " "$TMP/lj.err")
 [ "$n" -eq 3 ] || fail "three double free reports expected, got $n"
 grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 77 bytes lost in 1 block$' "$TMP/lj.err" ||
     { fail "the leak report at exit should still come, with the 77 bytes lost"; show "$TMP/lj.err"; }
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # Double frees in four threads with continue: every one reported, no crash
 # (reports are made from a copy of the block's header).
-name=double_free_threads
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case double_free_threads
 timeout 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off \
     "$D/double_free_threads" >"$TMP/dft.out" 2>"$TMP/dft.err"
 rc=$?
@@ -246,26 +228,20 @@ rc=$?
 frees=$(sed -n 's/^frees=//p' "$TMP/dft.out")
 n=$(grep -c "^==ebb== ERROR: double free of " "$TMP/dft.err")
 [ -n "$frees" ] && [ "$n" -eq "$frees" ] || fail "each of the ${frees:-?} second frees should be reported; got $n"
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # EBB_DEBUG_LOG (relative) used at a report after the program rewrote its
 # environment and changed directory.
-name=debug_log_after_environ_rewritten
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case debug_log_after_environ_rewritten
 (cd "$TMP" && timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off \
     EBB_DEBUG_LOG=env.log "$D/log_after_environ_rewritten" >"$TMP/env.out" 2>"$TMP/env.err")
 ptr=$(sed -n 's/^victim=//p' "$TMP/env.out")
 grep -q "^==ebb== ERROR: double free of $ptr " "$TMP/env.log" 2>/dev/null ||
     { fail "the report should be in the log file"; show "$TMP/env.err"; }
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # A report made on the smallest thread stack (PTHREAD_STACK_MIN).
-name=report_on_small_stack
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case report_on_small_stack
 timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off \
     "$D/report_on_small_stack" >"$TMP/ss.out" 2>"$TMP/ss.err"
 rc=$?
@@ -274,40 +250,31 @@ ptr=$(sed -n 's/^victim=//p' "$TMP/ss.out")
 grep -q "^==ebb== ERROR: double free of $ptr " "$TMP/ss.err" || fail "the double free should be reported"
 awk '/^  allocated at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/ss.err" | head -n 1 |
     grep -q " in allocate_victim+" || fail "with its allocation trace symbolized"
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # A SIGABRT handler that forks after a report made by a purge pass.
-name=handler_after_report_in_pass
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case handler_after_report_in_pass
 timeout 60 env EBB_DEBUG=1 EBB_BACKGROUND=0 "$D/handler_after_report_in_pass" >"$TMP/hp.out" 2>"$TMP/hp.err"
 rc=$?
 [ $rc -eq 3 ] || { fail "expected the handler's exit status 3, got $rc (124: it hung)"; show "$TMP/hp.err"; }
 grep -q "^==ebb== ERROR: heap-use-after-free of " "$TMP/hp.err" || fail "the write after free should be reported"
 grep -q "^handler: forked$" "$TMP/hp.out" || fail "the handler should have forked"
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # exit from a signal handler that interrupted a report; a thread cancelled
 # while it makes reports.
-name=exit_during_report
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case exit_during_report
 timeout -s KILL 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_TRACE_DEPTH=4 \
     "$D/exit_during_report" >"$TMP/ed.out" 2>"$TMP/ed.err"
 rc=$?
 [ $rc -eq 0 ] || { fail "expected exit 0 from the SIGTERM handler, got $rc (137: it hung)"; show "$TMP/ed.err"; }
 grep -q "^cancelled$" "$TMP/ed.out" || fail "the reporting thread should have been cancelled and joined"
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # The leak report at exit (tests/debug/leaks.c: 3 x 100 bytes lost from
 # allocate_lost; 200 bytes from allocate_kept and a chain of 1000 x 64 from
 # allocate_chain reachable from globals).
-name=leak_report
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case leak_report
 EBB_DEBUG=1 "$D/leaks" >"$TMP/lk.out" 2>"$TMP/lk"
 rc=$?
 [ $rc -eq 0 ] || fail "a leaking program keeps its exit status by default; got $rc"
@@ -331,28 +298,22 @@ rc=$?
 [ $rc -eq 23 ] || fail "EBB_DEBUG_LEAK_EXITCODE=23: a leaking process exits 23; got $rc"
 { EBB_DEBUG=1 EBB_DEBUG_LEAK_EXITCODE=23 "$D/free_interior" >/dev/null 2>&1; } 2>/dev/null
 [ $? -eq 134 ] || fail "the exit code applies to leaks only"
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # A pointer left in spare pages, the tail cut off a cached huge mapping
 # (tests/debug/leak_in_spare.c), is not a root: its block is lost.
-name=leak_pointer_in_spare_pages_is_not_a_root
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case leak_pointer_in_spare_pages_is_not_a_root
 EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=0 "$D/leak_in_spare" >/dev/null 2>"$TMP/spare"
 grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 100 bytes lost in 1 block$' "$TMP/spare" ||
     { fail "expected the 100-byte block pointed to only from spare pages to be lost"; show "$TMP/spare"; }
 awk '/100 bytes in 1 block lost, allocated at:/ { t = 1; next } /^==ebb==/ { t = 0 } t' "$TMP/spare" |
     head -n 1 | grep -q " in allocate_lost_in_spare+" || fail "the lost block should name allocate_lost_in_spare"
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # Review finding: the leak report read block headers after listing them,
 # while another thread freed (and unmapped) 40 MiB blocks: a crash at exit in
 # 7 runs of 20. Ten runs: each must end with the report's closing line.
-name=leak_report_survives_frees_racing_it
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case leak_report_survives_frees_racing_it
 bad=0
 for run in 1 2 3 4 5 6 7 8 9 10; do
     timeout 60 env EBB_DEBUG=1 "$D/leak_exit_race" >/dev/null 2>"$TMP/race"
@@ -362,17 +323,14 @@ for run in 1 2 3 4 5 6 7 8 9 10; do
     fi
 done
 [ $bad -eq 0 ] || { fail "$bad of 10 runs did not end their leak report cleanly"; show "$TMP/race_bad"; }
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # Review finding: a reachable block of 64 GiB, written on two pages, was read
 # whole by the leak report (8 GiB took 8 s; 64 TiB would never finish). It is
 # now read where pagemap shows pages used: the blocks pointed to from both
 # written pages are still reachable, the third is lost. (The block is mapped
 # MAP_NORESERVE: it fits on a machine with less memory.)
-name=leak_report_reads_a_huge_block_only_where_written
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case leak_report_reads_a_huge_block_only_where_written
 timeout 20 env EBB_DEBUG=1 EBB_DEBUG_LEAKS=all "$D/leak_huge_untouched" >"$TMP/hout" 2>"$TMP/huge"
 rc=$?
 if grep -q "no 64 GiB block" "$TMP/hout"; then
@@ -385,14 +343,11 @@ else
         grep -c " in allocate_reached_via_huge+")
     [ "$n" -eq 2 ] || { fail "the two blocks pointed to from the huge block should be listed as still reachable (found $n)"; show "$TMP/huge"; }
 fi
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 # Two call paths into one allocating function at the same stack depth: the
 # capture cache (src/trace.c) must not give one path's trace to the other.
-name=traces_tell_call_paths_apart
-cases=$((cases + 1)); case_failed=0
-echo "[ RUN  ] $name"
+begin_case traces_tell_call_paths_apart
 EBB_DEBUG=1 "$D/leaks_two_paths" >/dev/null 2>"$TMP/two"
 n=$(grep -c '^==ebb== 500 bytes in 10 blocks lost, allocated at:$' "$TMP/two")
 [ "$n" -eq 2 ] || { fail "expected two groups of 10 lost blocks; got $n"; show "$TMP/two"; }
@@ -400,8 +355,7 @@ for p in path_a path_b; do
     c=$(awk '/bytes in 10 blocks lost, allocated at:/ { g++ } / in '$p'\+/ { print g }' "$TMP/two" | sort -u | wc -l)
     [ "$c" -eq 1 ] || fail "$p should appear in exactly one group's trace (in $c)"
 done
-if [ $case_failed -eq 0 ]; then echo "[  OK  ] $name"; else
-    echo "[ FAIL ] $name"; failed_cases=$((failed_cases + 1)); fi
+end_case
 
 echo "$cases cases, $failed_cases failed"
 [ $failed_cases -eq 0 ]
