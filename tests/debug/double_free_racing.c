@@ -8,6 +8,7 @@
  * the heap. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "ebb.h"
 #include "fault.h"
@@ -23,16 +24,25 @@ static void wait_for(atomic_int *counter, int value)
         ;
 }
 
-static void *second_freer(void *unused)
+/* Both threads: free the victim together, round after round. The main
+ * thread (`renew`) gives the next round a new victim before it arrives. */
+static void free_together(bool renew)
 {
-    (void)unused;
     for (int r = 1; r <= ROUNDS; r++) {
         atomic_fetch_add(&arrived, 1);
         wait_for(&arrived, 2 * r);
         free(atomic_load(&victim));
         atomic_fetch_add(&round_done, 1);
         wait_for(&round_done, 2 * r);
+        if (renew)
+            atomic_store(&victim, allocate_victim(64));
     }
+}
+
+static void *second_freer(void *unused)
+{
+    (void)unused;
+    free_together(false);
     return NULL;
 }
 
@@ -42,14 +52,7 @@ int main(void)
     atomic_store(&victim, allocate_victim(64));
     if (pthread_create(&t, NULL, second_freer, NULL) != 0)
         return 2;
-    for (int r = 1; r <= ROUNDS; r++) {
-        atomic_fetch_add(&arrived, 1);
-        wait_for(&arrived, 2 * r);
-        free(atomic_load(&victim));
-        atomic_fetch_add(&round_done, 1);
-        wait_for(&round_done, 2 * r);
-        atomic_store(&victim, allocate_victim(64)); /* before the next arrival */
-    }
+    free_together(true);
     pthread_join(t, NULL);
     for (int i = 0; i < 32 * 1024; i++) {
         char *p = malloc(1024);
