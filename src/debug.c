@@ -565,6 +565,29 @@ static bool magic_held_by_verify(const debug_header_t *h, uint64_t m)
            m == (DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h);
 }
 
+/* Step 1's claim, for verify and for reports about a block the reporting
+ * thread does not hold: a live or freed block's magic to CHECKED_*, once,
+ * without waiting. *seen: the magic to store back (block_unhold). False if
+ * the block is neither live nor freed, or is changing. */
+static bool block_hold(debug_header_t *h, uint64_t *seen)
+{
+    uint64_t m = atomic_load_explicit(&h->magic, memory_order_relaxed), held;
+    if (m == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h))
+        held = DEBUG_MAGIC_CHECKED_LIVE ^ (uintptr_t)h;
+    else if (m == (DEBUG_MAGIC_FREED ^ (uintptr_t)h))
+        held = DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h;
+    else
+        return false;
+    *seen = m;
+    return atomic_compare_exchange_strong_explicit(&h->magic, &m, held, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
+static void block_unhold(debug_header_t *h, uint64_t seen)
+{
+    atomic_store_explicit(&h->magic, seen, memory_order_release);
+}
+
 /* Steps 2 and 3: magic `from` to `to`, waiting while verify holds the block.
  * False, with nothing changed, if the magic is something else. */
 static bool block_claim(debug_header_t *h, uint64_t from, uint64_t to)
@@ -1323,19 +1346,11 @@ static const char *const fault_not_live[] = {
  * changing at that moment is reported without its header. */
 static void report_unheld(const char *fault, const void *p, debug_header_t *h, const char *detail)
 {
-    uint64_t m = atomic_load_explicit(&h->magic, memory_order_relaxed);
-    uint64_t held;
-    if (m == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h))
-        held = DEBUG_MAGIC_CHECKED_LIVE ^ (uintptr_t)h;
-    else if (m == (DEBUG_MAGIC_FREED ^ (uintptr_t)h))
-        held = DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h;
-    else
-        held = 0;
+    uint64_t seen;
     debug_header_t copy;
-    if (held && atomic_compare_exchange_strong_explicit(&h->magic, &m, held, memory_order_acquire,
-                                                        memory_order_relaxed)) {
+    if (block_hold(h, &seen)) {
         memcpy(&copy, h, sizeof copy);
-        atomic_store_explicit(&h->magic, m, memory_order_release);
+        block_unhold(h, seen);
         report_at(fault, p, &copy, (uintptr_t)h, detail);
     } else {
         report(fault, p, NULL, detail);
@@ -1648,18 +1663,10 @@ static int verify_problem(debug_header_t *h, bool freed, const uint8_t **bad)
  * next call. */
 static void verify_block(verify_t *v, debug_header_t *h)
 {
-    uint64_t seen = atomic_load_explicit(&h->magic, memory_order_relaxed);
-    bool freed;
-    if (seen == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h))
-        freed = false;
-    else if (seen == (DEBUG_MAGIC_FREED ^ (uintptr_t)h))
-        freed = true;
-    else
+    uint64_t seen;
+    if (!block_hold(h, &seen))
         return; /* a free block of the underlying allocator, or one changing */
-    uint64_t held = (freed ? DEBUG_MAGIC_CHECKED_FREED : DEBUG_MAGIC_CHECKED_LIVE) ^ (uintptr_t)h;
-    if (!atomic_compare_exchange_strong_explicit(&h->magic, &seen, held, memory_order_acquire,
-                                                 memory_order_relaxed))
-        return;
+    bool freed = seen == (DEBUG_MAGIC_FREED ^ (uintptr_t)h);
     const uint8_t *bad;
     int kind = verify_problem(h, freed, &bad);
     if (kind == VERIFY_HEADER) {
@@ -1679,7 +1686,7 @@ static void verify_block(verify_t *v, debug_header_t *h)
         const char *fault = describe_overflow(&t, h, bad, "found by ebb_debug_verify");
         verify_keep(v, fault, user_of(h), h, text_cstr(&t));
     }
-    atomic_store_explicit(&h->magic, seen, memory_order_release);
+    block_unhold(h, seen);
 }
 
 /* A small page's free lists: every link a block of the page, no cycle

@@ -89,16 +89,6 @@ static segment_t *purge_first;
 
 static lock_t pass_lock = LOCK_INIT; /* one pass at a time */
 
-static void pass_take(void)
-{
-    lock_acquire(&pass_lock);
-}
-
-static bool pass_try_take(void)
-{
-    return lock_try_acquire(&pass_lock);
-}
-
 /* Once the lock is dropped, the blocks the pass took out of debug mode's
  * quarantine leave it: a write after free found there is reported, and a
  * report may abort, which must not happen holding the lock (debug.c,
@@ -296,7 +286,7 @@ static bool purge_pass_locked(bool force)
 
 void purge_run(bool force)
 {
-    pass_take();
+    lock_acquire(&pass_lock);
     purge_pass_locked(force);
     if (force)
         purge_pass_locked(true); /* what the first pass freed (pages → slices) */
@@ -305,7 +295,7 @@ void purge_run(bool force)
 
 void purge_exclusive_begin(void)
 {
-    pass_take();
+    lock_acquire(&pass_lock);
 }
 
 void purge_exclusive_end(void)
@@ -389,7 +379,7 @@ static void *scavenger_main(void *arg)
         for (;;) {
             long delay = purge_delay_ms();
             os_sleep_ms(delay > 0 ? delay : 1);
-            pass_take();
+            lock_acquire(&pass_lock);
             bool pending = purge_pass_locked(false);
             pass_drop();
             next_sample = sample_if_due(next_sample, interval);
@@ -459,7 +449,7 @@ void purge_poll(bool may_start)
     uint64_t now = os_now_ms();
     if (now < atomic_load_explicit(&next_inline_pass_ms, memory_order_relaxed))
         return;
-    if (!pass_try_take())
+    if (!lock_try_acquire(&pass_lock))
         return; /* another thread is in a pass */
     long delay = purge_delay_ms();
     atomic_store_explicit(&next_inline_pass_ms, now + (uint64_t)(delay > 0 ? delay : 1),
