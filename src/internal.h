@@ -765,6 +765,10 @@ void segment_abandon_all(heap_t *heap);
 void segment_free_large_remote(segment_t *seg, page_t *page);
 /* Is p inside a segment or huge mapping of ours? (segment map lookup) */
 bool segment_map_contains(const void *p);
+/* The start of the first unit (SEGMENT_SIZE, aligned) at or after `from` and
+ * before `to` whose bit is set in the segment map; `to` if none. For walks
+ * over big ranges that must step around ebb's own memory. */
+uintptr_t segment_map_next(uintptr_t from, uintptr_t to);
 void segment_map_set(const void *seg, bool present);
 /* One purge step over a segment's dirty free slices: those dirty for a whole
  * pass period (all of them with `force`). True if dirty slices remain. */

@@ -109,6 +109,24 @@ bool segment_map_contains(const void *p)
     return (word >> (unit % 64)) & 1;
 }
 
+uintptr_t segment_map_next(uintptr_t from, uintptr_t to)
+{
+    size_t unit = (from + SEGMENT_MASK) >> SEGMENT_SHIFT;
+    size_t last = to ? ((to - 1) >> SEGMENT_SHIFT) : 0; /* the unit holding to - 1 */
+    if (last >= MAP_UNITS)
+        last = MAP_UNITS - 1;
+    while (to > from && unit <= last) {
+        uint64_t word = atomic_load_explicit(&segment_map[unit / 64], memory_order_acquire);
+        word >>= unit % 64;
+        if (word != 0) {
+            unit += (size_t)__builtin_ctzll(word);
+            return unit <= last ? (uintptr_t)unit << SEGMENT_SHIFT : to;
+        }
+        unit = (unit | 63) + 1; /* the next word */
+    }
+    return to;
+}
+
 /* ---------------------------------------------------------------------------
  * Mapping and unmapping whole segments
  * ------------------------------------------------------------------------- */

@@ -345,6 +345,29 @@ else
 fi
 end_case
 
+# A forked PostgreSQL backend's leak report read all 128 MiB of the shared
+# buffers it inherited (the kernel filling their holes with page cache) and
+# every other big mapping whole, one 4 MiB unit at a time. Big root mappings
+# are now read only where their pages are used (tests/debug/leak_big_roots.c:
+# 1 TiB shared and 64 TiB private, or 4 and 16 GiB on a kernel without
+# PAGEMAP_SCAN; the code before took 20 s and more on the smaller pair): the
+# blocks pointed to from their used pages are still reachable, the third is
+# lost.
+begin_case leak_report_reads_big_roots_only_where_used
+timeout 20 env EBB_DEBUG=1 EBB_DEBUG_LEAKS=all "$D/leak_big_roots" >"$TMP/rout" 2>"$TMP/roots"
+rc=$?
+if grep -q "no big mappings" "$TMP/rout"; then
+    fail "the program could not map its big regions here (vm.overcommit_memory=2?)"
+else
+    [ $rc -eq 0 ] || { fail "expected exit 0 within 20 s, got status $rc (124: timed out)"; show "$TMP/roots"; }
+    grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 300 bytes lost in 1 block$' "$TMP/roots" ||
+        { fail "expected exactly the 300-byte block lost"; show "$TMP/roots"; }
+    n=$(awk '/still reachable, allocated at:/ { t = 1; next } /^==ebb==/ { t = 0 } t' "$TMP/roots" |
+        grep -c " in allocate_reached_via_mapping+")
+    [ "$n" -eq 2 ] || { fail "the blocks pointed to from the shared and the private mapping should be still reachable (found $n)"; show "$TMP/roots"; }
+fi
+end_case
+
 # Two call paths into one allocating function at the same stack depth: the
 # capture cache (src/trace.c) must not give one path's trace to the other.
 begin_case traces_tell_call_paths_apart
