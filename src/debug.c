@@ -1195,7 +1195,8 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
     h->free_trace = 0;
     h->context = debug_context_current();
     h->align_log2 = alignment > MIN_ALIGN ? (uint8_t)__builtin_ctzl(alignment) : 0;
-    h->flags = zero ? DEBUG_FLAG_ZEROED : 0;
+    h->flags = (uint8_t)((zero ? DEBUG_FLAG_ZEROED : 0) |
+                         (unsigned)debug_fork_depth << DEBUG_FORK_DEPTH_SHIFT);
     h->qnext = NULL;
     h->check = header_check(h);
     uint8_t *user = user_of(h);
@@ -1783,6 +1784,14 @@ void debug_fork_lock(void)
     if (!report_fork_skip)
         lock_acquire(&report_lock);
     trace_fork_lock();
+}
+
+uint8_t debug_fork_depth;
+
+void debug_fork_child(void)
+{
+    if (debug_fork_depth < DEBUG_FORK_DEPTH_MAX)
+        debug_fork_depth++;
 }
 
 void debug_fork_unlock(void)

@@ -41,6 +41,22 @@ typedef struct debug_header_s {
 _Static_assert(sizeof(debug_header_t) == 48, "the header is 48 bytes (a multiple of 16)");
 
 #define DEBUG_FLAG_ZEROED 1 /* calloc: the user bytes were zeroed, not filled */
+/* The rest of `flags`: how many fork()s deep the process that allocated the
+ * block was (debug_fork_depth then; DEBUG_FORK_DEPTH_MAX for any deeper).
+ * The leak report of a forked child tells its own blocks from those it
+ * inherited (leak.c). */
+#define DEBUG_FORK_DEPTH_SHIFT 1
+#define DEBUG_FORK_DEPTH_MAX   127
+
+/* This process's fork depth: 0 in the process that was exec'ed, one more in
+ * each child of a fork() that ran the fork handlers (_Fork does not).
+ * Written only in the child's fork handler, when it is the only thread. */
+extern uint8_t debug_fork_depth;
+
+static inline unsigned debug_block_fork_depth(const debug_header_t *h)
+{
+    return h->flags >> DEBUG_FORK_DEPTH_SHIFT;
+}
 
 static inline uint8_t *user_of(debug_header_t *h)
 {

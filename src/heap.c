@@ -630,6 +630,7 @@ static void fork_child(void)
 {
     trace_fork_child();
     debug_fork_unlock();
+    debug_fork_child();
     huge_fork_unlock();
     purge_fork_child();
     segment_fork_unlock();

@@ -1024,6 +1024,8 @@ void trace_counts_flush(void);
 /* Fork (heap.c's order: after every other lock). */
 void debug_fork_lock(void);
 void debug_fork_unlock(void);
+/* In the child, after debug_fork_unlock: one fork deeper (debug.h). */
+void debug_fork_child(void);
 void trace_fork_lock(void);
 void trace_fork_unlock(void);
 /* First in fork_prepare, before any allocator lock (trace.c, "Unloaded

@@ -28,7 +28,8 @@
  *      list, so long chains need no recursion; small blocks are read a
  *      16 KiB window at a time, see scan_span);
  *   4. the unmarked blocks are the leaks, grouped by allocation trace,
- *      largest first.
+ *      largest first. In a forked child, those allocated before the fork
+ *      are counted, not listed (leak_report_at_exit says why).
  * Memory is read with process_vm_readv, so a mapping another thread unmaps
  * meanwhile is skipped, not a crash; and after step 1 no block header is
  * read again: another thread may free a block (a huge one is unmapped at
@@ -46,6 +47,7 @@
  */
 #include <errno.h>
 #include <link.h>
+#include <stdio.h>
 #include <sys/ioctl.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -58,6 +60,7 @@ typedef struct span_s {
     uint32_t trace;       /* allocation trace */
     bool marked;          /* reachable */
     bool huge;            /* a huge block: not in the segment map past its first unit */
+    bool inherited;       /* allocated before this process was forked (debug.h) */
 } span_t;
 
 static struct {
@@ -92,7 +95,8 @@ static void span_add(debug_header_t *h, bool huge)
     if (lk.count == lk.cap)
         return; /* allocated since the count: not in this report */
     uintptr_t start = (uintptr_t)user_of(h);
-    lk.spans[lk.count++] = (span_t){start, start + h->size, h->alloc_trace, false, huge};
+    bool inherited = debug_block_fork_depth(h) < debug_fork_depth;
+    lk.spans[lk.count++] = (span_t){start, start + h->size, h->alloc_trace, false, huge, inherited};
 }
 
 static void spans_of_page(page_t *page, void *arg)
@@ -521,11 +525,11 @@ static void mark_all(void)
  * ------------------------------------------------------------------------- */
 typedef struct group_s {
     uint32_t trace;
-    uint32_t marked;
+    bool marked, inherited; /* inherited: lost blocks only */
     uint64_t count, bytes;
 } group_t;
 
-static void print_groups(text_t *t, group_t *g, size_t n, bool marked)
+static void print_groups(text_t *t, group_t *g, size_t n, bool marked, bool inherited)
 {
     /* Largest first: n is small next to the blocks; selection sort in place. */
     for (size_t i = 0; i < n; i++) {
@@ -534,17 +538,25 @@ static void print_groups(text_t *t, group_t *g, size_t n, bool marked)
             if (g[j].bytes > g[best].bytes)
                 best = j;
         group_t tmp = g[i]; g[i] = g[best]; g[best] = tmp;
-        if ((bool)g[i].marked != marked)
+        if (g[i].marked != marked || g[i].inherited != inherited)
             continue;
         text_add(t, "==ebb== ");
         text_add_u64(t, g[i].bytes, 0);
         text_add(t, g[i].bytes == 1 ? " byte in " : " bytes in ");
         text_add_u64(t, g[i].count, 0);
         text_add(t, g[i].count == 1 ? " block " : " blocks ");
-        text_add(t, marked ? "still reachable" : "lost");
+        text_add(t, marked ? "still reachable" : inherited ? "lost, inherited through fork()" : "lost");
         text_add(t, ", allocated at:\n");
         trace_print(t, g[i].trace, "    ");
     }
+}
+
+static void add_count(text_t *t, uint64_t bytes, uint64_t blocks)
+{
+    text_add_u64(t, bytes, 0);
+    text_add(t, bytes == 1 ? " byte in " : " bytes in ");
+    text_add_u64(t, blocks, 0);
+    text_add(t, blocks == 1 ? " block" : " blocks");
 }
 
 void leak_report_at_exit(void)
@@ -595,29 +607,38 @@ void leak_report_at_exit(void)
     mark_all();
     purge_exclusive_end();
 
-    /* Group by (trace, reachable). */
+    /* Group by (trace, reachable, inherited). A forked child's report lists
+     * the blocks it allocated; the lost ones it inherited from its parent
+     * (lost there already, as a rule, and reported by the parent at its own
+     * exit) are counted in one line, listed with EBB_DEBUG_LEAKS=all only:
+     * otherwise every child of a server repeats its parent's leaks, and pays
+     * their symbolization (100 ms and more a report) at every exit. */
     size_t ngroups = 0;
-    uint64_t lost = 0, lost_bytes = 0, kept = 0, kept_bytes = 0;
+    uint64_t lost = 0, lost_bytes = 0, kept = 0, kept_bytes = 0, inh = 0, inh_bytes = 0;
     for (size_t i = 0; i < lk.count; i++) {
         const span_t *s = &lk.spans[i];
-        uint32_t marked = s->marked;
+        bool marked = s->marked, inherited = !marked && s->inherited;
         uint64_t size = s->end - s->start;
         if (marked) {
             kept++;
             kept_bytes += size;
+        } else if (inherited) {
+            inh++;
+            inh_bytes += size;
         } else {
             lost++;
             lost_bytes += size;
         }
-        if (marked && mode != 2)
+        if ((marked || inherited) && mode != 2)
             continue;
         size_t g = 0;
-        while (g < ngroups && (groups[g].trace != s->trace || groups[g].marked != marked))
+        while (g < ngroups && (groups[g].trace != s->trace || groups[g].marked != marked ||
+                               groups[g].inherited != inherited))
             g++;
         if (g == ngroups) {
             if (ngroups == cap)
                 continue;
-            groups[ngroups++] = (group_t){s->trace, marked, 0, 0};
+            groups[ngroups++] = (group_t){s->trace, marked, inherited, 0, 0};
         }
         groups[g].count++;
         groups[g].bytes += size;
@@ -635,14 +656,19 @@ void leak_report_at_exit(void)
     text_add(&t, " bytes lost in ");
     text_add_u64(&t, lost, 0);
     text_add(&t, lost == 1 ? " block\n" : " blocks\n");
-    print_groups(&t, groups, ngroups, false);
-    if (mode == 2)
-        print_groups(&t, groups, ngroups, true);
+    print_groups(&t, groups, ngroups, false, false);
+    if (mode == 2) {
+        print_groups(&t, groups, ngroups, false, true);
+        print_groups(&t, groups, ngroups, true, false);
+    }
+    if (inh > 0) {
+        text_add(&t, "==ebb== lost too: ");
+        add_count(&t, inh_bytes, inh);
+        text_add(&t, " allocated before this process was forked");
+        text_add(&t, mode == 2 ? "\n" : " (EBB_DEBUG_LEAKS=all lists them)\n");
+    }
     text_add(&t, "==ebb== still reachable: ");
-    text_add_u64(&t, kept_bytes, 0);
-    text_add(&t, " bytes in ");
-    text_add_u64(&t, kept, 0);
-    text_add(&t, kept == 1 ? " block" : " blocks");
+    add_count(&t, kept_bytes, kept);
     text_add(&t, mode == 2 ? "\n" : " (EBB_DEBUG_LEAKS=all lists them)\n");
     text_add(&t, "==ebb== end of leak report\n");
     text_flush(&t);
@@ -650,6 +676,11 @@ void leak_report_at_exit(void)
     debug_report_unlock();
     os_unmap(mem, bytes);
     long code = option_get(OPT_DEBUG_LEAK_EXITCODE);
-    if (lost > 0 && code > 0)
+    if (lost > 0 && code > 0) {
+        /* What exit would still do after this destructor: flush the
+         * program's stdio buffers (a program writing to a pipe or a file
+         * lost its last output). */
+        fflush(NULL);
         _exit((int)code);
+    }
 }

@@ -368,6 +368,48 @@ else
 fi
 end_case
 
+# A forked child lists the blocks it lost itself; the lost ones it inherited
+# from its parent are one line (every backend of a forking server repeated
+# its parent's leaks, symbolized at 100 ms and more a report). Each process
+# writes its own log (%p). EBB_DEBUG_LEAK_EXITCODE counts a child's own lost
+# blocks, and the program's buffered output still comes out (it was dropped
+# by the _exit before).
+begin_case leak_report_of_a_forked_child
+rm -f "$TMP"/fork-*.log
+EBB_DEBUG=1 EBB_DEBUG_LEAK_EXITCODE=23 EBB_DEBUG_LOG="$TMP/fork-%p.log" \
+    "$D/leak_in_forked_child" >"$TMP/fork.out" 2>"$TMP/fork.err"
+rc=$?
+[ $rc -eq 23 ] || fail "the parent lost a block: expected exit 23, got $rc"
+leaking=$(sed -n 's/^leaking=\([0-9]*\) status=.*/\1/p' "$TMP/fork.out")
+clean=$(sed -n 's/^clean=\([0-9]*\) status=.*/\1/p' "$TMP/fork.out")
+if [ -z "$leaking" ] || [ -z "$clean" ]; then
+    fail "the program's output (its children's pids) was lost"; show "$TMP/fork.out"
+else
+    grep -q "^leaking=$leaking status=23$" "$TMP/fork.out" || fail "the child that lost a block should exit 23: $(cat "$TMP/fork.out")"
+    grep -q "^clean=$clean status=0$" "$TMP/fork.out" || fail "a child that lost nothing of its own should exit 0: $(cat "$TMP/fork.out")"
+    log=$TMP/fork-$leaking.log
+    grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 30 bytes lost in 1 block$' "$log" ||
+        { fail "the leaking child should report its own 30 bytes"; show "$log"; }
+    grep -q " in lose_in_child+" "$log" || fail "the child's group should name lose_in_child"
+    grep -q " in lose_in_parent+" "$log" && fail "the parent's lost block must not be listed by the child"
+    grep -q '^==ebb== lost too: 100 bytes in 1 block allocated before this process was forked (EBB_DEBUG_LEAKS=all lists them)$' "$log" ||
+        { fail "the inherited lost block should be counted in one line"; show "$log"; }
+    log=$TMP/fork-$clean.log
+    grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 0 bytes lost in 0 blocks$' "$log" ||
+        { fail "the clean child lost nothing of its own"; show "$log"; }
+    grep -q '^==ebb== lost too: 100 bytes in 1 block' "$log" || fail "the clean child still counts the inherited block"
+    parent=$(ls "$TMP"/fork-*.log | grep -v -e "-$leaking.log" -e "-$clean.log")
+    grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 100 bytes lost in 1 block$' $parent &&
+        grep -q " in lose_in_parent+" $parent || { fail "the parent reports its own 100 bytes"; show $parent; }
+fi
+rm -f "$TMP"/fork-*.log
+EBB_DEBUG=1 EBB_DEBUG_LEAKS=all EBB_DEBUG_LOG="$TMP/fork-%p.log" "$D/leak_in_forked_child" >"$TMP/fork.out" 2>&1
+leaking=$(sed -n 's/^leaking=\([0-9]*\) status=.*/\1/p' "$TMP/fork.out")
+log=$TMP/fork-$leaking.log
+awk '/100 bytes in 1 block lost, inherited through fork\(\), allocated at:/ { t = 1; next } /^==ebb==/ { t = 0 } t' "$log" |
+    grep -q " in lose_in_parent+" || { fail "EBB_DEBUG_LEAKS=all lists the inherited lost block, marked so"; show "$log"; }
+end_case
+
 # Two call paths into one allocating function at the same stack depth: the
 # capture cache (src/trace.c) must not give one path's trace to the other.
 begin_case traces_tell_call_paths_apart
