@@ -57,11 +57,12 @@ const option_desc_t option_table[OPT_COUNT] = {
     [OPT_DEBUG_TRACE_DEPTH] = {"EBB_DEBUG_TRACE_DEPTH", 12, 0, 32, NULL, false,
                                "frames kept per stack trace (0: no traces)"},
     [OPT_DEBUG_LEAKS] = {"EBB_DEBUG_LEAKS", 1, 0, 2, leak_names, false,
-                         "leak report at exit: off, lost (blocks no longer reachable) or "
-                         "all (reachable ones listed too)"},
+                         "leak report at exit: off, lost (blocks no longer reachable; a "
+                         "forked child counts those it inherited) or all (reachable and "
+                         "inherited ones listed too)"},
     [OPT_DEBUG_LEAK_EXITCODE] = {"EBB_DEBUG_LEAK_EXITCODE", 0, 0, 255, NULL, false,
                                  "exit status of a process whose leak report found lost "
-                                 "blocks (0: unchanged)"},
+                                 "blocks of its own (0: unchanged)"},
     [OPT_DEBUG_LOG] = {"EBB_DEBUG_LOG", 0, 0, 0, NULL, true,
                        "append fault and leak reports to this file instead of stderr "
                        "(%p: the process id), opened for each report"},
