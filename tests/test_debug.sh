@@ -325,24 +325,33 @@ done
 [ $bad -eq 0 ] || { fail "$bad of 10 runs did not end their leak report cleanly"; show "$TMP/race_bad"; }
 end_case
 
+# PROG (a tests/debug program of big, mostly untouched memory) must finish
+# within 20 s with exactly its 300-byte block lost and two blocks, allocated
+# from FUNC, still reachable; NOMAP in its output: it could not get its memory.
+expect_two_reached_one_lost() {
+    local prog=$1 nomap=$2 func=$3 why=$4 rc n
+    timeout 20 env EBB_DEBUG=1 EBB_DEBUG_LEAKS=all "$D/$prog" >"$TMP/$prog.out" 2>"$TMP/$prog.err"
+    rc=$?
+    if grep -q "$nomap" "$TMP/$prog.out"; then
+        fail "$why"
+        return
+    fi
+    [ $rc -eq 0 ] || { fail "expected exit 0 within 20 s, got status $rc (124: timed out)"; show "$TMP/$prog.err"; }
+    grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 300 bytes lost in 1 block$' "$TMP/$prog.err" ||
+        { fail "expected exactly the 300-byte block lost"; show "$TMP/$prog.err"; }
+    n=$(awk '/still reachable, allocated at:/ { t = 1; next } /^==ebb==/ { t = 0 } t' "$TMP/$prog.err" |
+        grep -c " in $func+")
+    [ "$n" -eq 2 ] || { fail "the two blocks allocated from $func should be listed as still reachable (found $n)"; show "$TMP/$prog.err"; }
+}
+
 # Review finding: a reachable block of 64 GiB, written on two pages, was read
 # whole by the leak report (8 GiB took 8 s; 64 TiB would never finish). It is
 # now read where pagemap shows pages used: the blocks pointed to from both
 # written pages are still reachable, the third is lost. (The block is mapped
 # MAP_NORESERVE: it fits on a machine with less memory.)
 begin_case leak_report_reads_a_huge_block_only_where_written
-timeout 20 env EBB_DEBUG=1 EBB_DEBUG_LEAKS=all "$D/leak_huge_untouched" >"$TMP/hout" 2>"$TMP/huge"
-rc=$?
-if grep -q "no 64 GiB block" "$TMP/hout"; then
-    fail "malloc(64 GiB) failed here (vm.overcommit_memory=2?)"
-else
-    [ $rc -eq 0 ] || { fail "expected exit 0 within 20 s, got status $rc (124: timed out)"; show "$TMP/huge"; }
-    grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 300 bytes lost in 1 block$' "$TMP/huge" ||
-        { fail "expected exactly the 300-byte block lost"; show "$TMP/huge"; }
-    n=$(awk '/still reachable, allocated at:/ { t = 1; next } /^==ebb==/ { t = 0 } t' "$TMP/huge" |
-        grep -c " in allocate_reached_via_huge+")
-    [ "$n" -eq 2 ] || { fail "the two blocks pointed to from the huge block should be listed as still reachable (found $n)"; show "$TMP/huge"; }
-fi
+expect_two_reached_one_lost leak_huge_untouched "no 64 GiB block" allocate_reached_via_huge \
+    "malloc(64 GiB) failed here (vm.overcommit_memory=2?)"
 end_case
 
 # A forked PostgreSQL backend's leak report read all 128 MiB of the shared
@@ -354,18 +363,8 @@ end_case
 # blocks pointed to from their used pages are still reachable, the third is
 # lost.
 begin_case leak_report_reads_big_roots_only_where_used
-timeout 20 env EBB_DEBUG=1 EBB_DEBUG_LEAKS=all "$D/leak_big_roots" >"$TMP/rout" 2>"$TMP/roots"
-rc=$?
-if grep -q "no big mappings" "$TMP/rout"; then
-    fail "the program could not map its big regions here (vm.overcommit_memory=2?)"
-else
-    [ $rc -eq 0 ] || { fail "expected exit 0 within 20 s, got status $rc (124: timed out)"; show "$TMP/roots"; }
-    grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 300 bytes lost in 1 block$' "$TMP/roots" ||
-        { fail "expected exactly the 300-byte block lost"; show "$TMP/roots"; }
-    n=$(awk '/still reachable, allocated at:/ { t = 1; next } /^==ebb==/ { t = 0 } t' "$TMP/roots" |
-        grep -c " in allocate_reached_via_mapping+")
-    [ "$n" -eq 2 ] || { fail "the blocks pointed to from the shared and the private mapping should be still reachable (found $n)"; show "$TMP/roots"; }
-fi
+expect_two_reached_one_lost leak_big_roots "no big mappings" allocate_reached_via_mapping \
+    "the program could not map its big regions here (vm.overcommit_memory=2?)"
 end_case
 
 # A forked child lists the blocks it lost itself; the lost ones it inherited
