@@ -35,20 +35,22 @@
  * read again: another thread may free a block (a huge one is unmapped at
  * once) while the report runs. A block whose header a write changed (logged
  * with EBB_DEBUG_ON_ERROR=continue) is left out: its size cannot be trusted.
- * Of a block above HUGE_SCAN_DIRECT and of a root range above
+ * Of a block above HUGE_SCAN_DIRECT and of a private root range above
  * ROOT_SCAN_DIRECT, only the pages this process has present or swapped out
  * are scanned (a page never touched holds no pointer), found by PAGEMAP_SCAN
- * or /proc/self/pagemap. What it cannot see: pointers held only in other
- * threads' registers (those threads are still running; their stacks are
- * scanned whole), pointers stored disguised (xor-ed, compressed, in files),
- * pointers in pages of a big shared mapping that only another process
- * touched, and blocks referenced only from memory ebb does not know as a root
- * (another allocator's heap, read-only mappings other than RELRO).
+ * or /proc/self/pagemap; of a shared root range above it, the pages in memory
+ * (mincore). What it cannot see: pointers held only in other threads'
+ * registers (those threads are still running; their stacks are scanned
+ * whole), pointers stored disguised (xor-ed, compressed, in files), pointers
+ * in swapped-out pages of a big shared mapping, and blocks referenced only
+ * from memory ebb does not know as a root (another allocator's heap,
+ * read-only mappings other than RELRO).
  */
 #include <errno.h>
 #include <link.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -70,8 +72,9 @@ static struct {
     size_t work_len;
     /* Not roots: cached huge mappings and spare pages (what freed blocks
      * left there), this report's own arrays (which hold every block's
-     * address) and this struct (its bounds are block addresses). */
-    uintptr_t skip[HUGE_CACHE_MAX + HUGE_SPARE_MAX + 2][2];
+     * address), this struct (its bounds are block addresses) and its
+     * buffers (scratch). */
+    uintptr_t skip[HUGE_CACHE_MAX + HUGE_SPARE_MAX + 3][2];
     size_t skip_count;
     /* What a word must point into to be worth a search (spans_bound): all
      * the spans [lo, lo + range), the huge ones [huge_lo, huge_lo +
@@ -80,6 +83,27 @@ static struct {
     uintptr_t lo, range, huge_lo, huge_range;
     pid_t pid; /* ours, for process_vm_readv */
 } lk ebb_cold_bss;
+
+/* The report's buffers, in one place so that they are skipped as a root as
+ * lk is: they hold copies of scanned words and addresses inside blocks. */
+#define WINDOW_BYTES ((uintptr_t)16 << 10)
+#define WINDOWS 16
+struct pm_region { /* PAGEMAP_SCAN's output (see scan_used_pages_by_ioctl) */
+    uint64_t start, end, categories;
+};
+static struct {
+    uintptr_t words[8192];         /* scan_range */
+    struct pm_region regions[256]; /* scan_used_pages_by_ioctl */
+    uint64_t entries[4096];        /* scan_used_pages: pagemap */
+    unsigned char resident[65536]; /* scan_resident_pages: mincore */
+    char maps[1 << 20];            /* scan_roots: /proc/self/maps */
+    struct {                       /* scan_span */
+        uintptr_t base[WINDOWS]; /* 0: empty */
+        size_t len[WINDOWS];     /* bytes read */
+        unsigned next;           /* the slot to fill next */
+        uintptr_t buf[WINDOWS][WINDOW_BYTES / sizeof(uintptr_t)];
+    } win;
+} scratch ebb_cold_bss;
 
 /* ---------------------------------------------------------------------------
  * 1. The live blocks
@@ -242,13 +266,13 @@ static void mark_word(uintptr_t v)
  * process_vm_readv so that memory unmapped meanwhile is skipped. */
 static void scan_range(uintptr_t start, uintptr_t end)
 {
-    static uintptr_t buf[8192] ebb_cold_bss;
+    uintptr_t *buf = scratch.words;
     start = (start + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
     pid_t self = lk.pid;
     while (start + sizeof(uintptr_t) <= end) {
         size_t n = (size_t)(end - start) / sizeof(uintptr_t);
-        if (n > sizeof buf / sizeof buf[0])
-            n = sizeof buf / sizeof buf[0];
+        if (n > sizeof scratch.words / sizeof scratch.words[0])
+            n = sizeof scratch.words / sizeof scratch.words[0];
         struct iovec local = {buf, n * sizeof(uintptr_t)};
         struct iovec remote = {(void *)start, n * sizeof(uintptr_t)};
         ssize_t got = process_vm_readv(self, &local, 1, &remote, 1, 0);
@@ -272,9 +296,6 @@ static void scan_range(uintptr_t start, uintptr_t end)
  * here for older headers): the ranges of [start, end) whose pages match, found
  * by walking the page tables, so a range with no page tables costs nothing.
  * Asked for: present or swapped out, and not the shared zero page. */
-struct pm_region {
-    uint64_t start, end, categories;
-};
 struct pm_scan {
     uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
     uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
@@ -288,7 +309,7 @@ struct pm_scan {
  * address it got to (end when done; page when the kernel has no such ioctl). */
 static uintptr_t scan_used_pages_by_ioctl(int fd, uintptr_t page, uintptr_t start, uintptr_t end)
 {
-    static struct pm_region regions[256] ebb_cold_bss;
+    struct pm_region *regions = scratch.regions;
     static bool unsupported;
     uintptr_t stop = (end + os_info.page_size - 1) & ~(uintptr_t)(os_info.page_size - 1);
     while (!unsupported && page < stop) {
@@ -297,7 +318,7 @@ static uintptr_t scan_used_pages_by_ioctl(int fd, uintptr_t page, uintptr_t star
             .start = page,
             .end = stop,
             .vec = (uint64_t)(uintptr_t)regions,
-            .vec_len = sizeof regions / sizeof regions[0],
+            .vec_len = sizeof scratch.regions / sizeof scratch.regions[0],
             .category_inverted = PM_IS_PFNZERO,
             .category_mask = PM_IS_PFNZERO,
             .category_anyof_mask = PM_IS_PRESENT | PM_IS_SWAPPED,
@@ -327,7 +348,7 @@ static uintptr_t scan_used_pages_by_ioctl(int fd, uintptr_t page, uintptr_t star
  * without pagemap, all of it. */
 static void scan_used_pages(uintptr_t start, uintptr_t end)
 {
-    static uint64_t entries[4096] ebb_cold_bss;
+    uint64_t *entries = scratch.entries;
     static int fd = -2;
     if (fd == -2)
         fd = os_open_read("/proc/self/pagemap");
@@ -340,8 +361,8 @@ static void scan_used_pages(uintptr_t start, uintptr_t end)
     uintptr_t run = 0; /* start of the run of used pages being gathered, 0: none */
     while (page < end) {
         size_t n = (size_t)((end - page + ps - 1) / ps);
-        if (n > sizeof entries / sizeof entries[0])
-            n = sizeof entries / sizeof entries[0];
+        if (n > sizeof scratch.entries / sizeof scratch.entries[0])
+            n = sizeof scratch.entries / sizeof scratch.entries[0];
         ssize_t got = pread(fd, entries, n * sizeof entries[0], (off_t)(page / ps * sizeof entries[0]));
         if (got < (ssize_t)sizeof entries[0]) {
             uintptr_t from = run ? run : page;
@@ -363,16 +384,50 @@ static void scan_used_pages(uintptr_t start, uintptr_t end)
         scan_range(run > start ? run : start, end);
 }
 
-/* Above this, a root range is scanned only where pagemap shows its pages
- * used: a page never touched holds no pointer, and reading it makes the
- * kernel map it (a shared mapping's holes become page cache: PostgreSQL's
- * 128 MiB of shared buffers, in every backend's report). */
+/* Scan the pages of [start, end), part of a shared mapping, that are in
+ * memory (mincore: in the page cache, whether or not this process maps
+ * them now; the page tables do not say, a child has none for the shared
+ * mappings it inherited). A run of them at a time; the holes are not read
+ * (reading one would make the kernel fill it). What is swapped out is not
+ * seen. */
+static void scan_resident_pages(uintptr_t start, uintptr_t end)
+{
+    size_t ps = os_info.page_size;
+    uintptr_t page = start & ~(uintptr_t)(ps - 1), run = 0;
+    while (page < end) {
+        size_t n = (size_t)((end - page + ps - 1) / ps);
+        if (n > sizeof scratch.resident)
+            n = sizeof scratch.resident;
+        if (mincore((void *)page, n * ps, scratch.resident) != 0) {
+            uintptr_t from = run ? run : page;
+            scan_range(from > start ? from : start, end); /* unmapped meanwhile: skipped there */
+            return;
+        }
+        for (size_t k = 0; k < n; k++, page += ps) {
+            bool used = scratch.resident[k] & 1;
+            if (used && run == 0)
+                run = page;
+            else if (!used && run != 0) {
+                scan_range(run > start ? run : start, page);
+                run = 0;
+            }
+        }
+    }
+    if (run != 0)
+        scan_range(run > start ? run : start, end);
+}
+
+/* Above this, a root range is scanned only where its pages are used
+ * (private: present or swapped out in this process; shared: in memory): a
+ * page never touched holds no pointer, and reading it makes the kernel map
+ * it (a shared mapping's holes become page cache: PostgreSQL's 128 MiB of
+ * shared buffers, in every backend's report). */
 #define ROOT_SCAN_DIRECT ((uintptr_t)256 << 10)
 
 /* A root range, minus ebb's own memory: segments (one 4 MiB unit each, in the
  * segment map), the huge cache and its spare pages, and live blocks (reached
  * by marking). */
-static void scan_root(uintptr_t start, uintptr_t end)
+static void scan_root(uintptr_t start, uintptr_t end, bool shared)
 {
     while (start < end) {
         uintptr_t unit = start & ~(uintptr_t)SEGMENT_MASK;
@@ -399,11 +454,14 @@ static void scan_root(uintptr_t start, uintptr_t end)
             start = lk.spans[i].end;
             continue;
         }
-        /* Up to the next live block. */
-        size_t lo = span_first_from(start);
+        /* Up to the next live block (one that starts at `start` has no
+         * bytes: a block of size 0, found by span_find above). */
+        size_t lo = span_first_from(start + 1);
         if (lo < lk.count && lk.spans[lo].start < stop)
             stop = lk.spans[lo].start;
-        if (stop - start >= ROOT_SCAN_DIRECT)
+        if (stop - start >= ROOT_SCAN_DIRECT && shared)
+            scan_resident_pages(start, stop);
+        else if (stop - start >= ROOT_SCAN_DIRECT)
             scan_used_pages(start, stop);
         else
             scan_range(start, stop);
@@ -432,7 +490,7 @@ static int scan_relro_cb(struct dl_phdr_info *info, size_t size, void *arg)
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_GNU_RELRO) {
             uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-            scan_root(start & ~(uintptr_t)7, start + ph->p_memsz);
+            scan_root(start & ~(uintptr_t)7, start + ph->p_memsz, false);
         }
     }
     return 0;
@@ -440,8 +498,8 @@ static int scan_relro_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 static void scan_roots(uintptr_t sp)
 {
-    static char maps[1 << 20] ebb_cold_bss;
-    size_t n = os_read_file("/proc/self/maps", maps, sizeof maps - 1);
+    char *maps = scratch.maps;
+    size_t n = os_read_file("/proc/self/maps", maps, sizeof scratch.maps - 1);
     maps[n] = '\0';
     for (const char *line = maps; *line;) {
         const char *s = line;
@@ -449,14 +507,14 @@ static void scan_roots(uintptr_t sp)
         s++; /* '-' */
         uintptr_t end = parse_hex(&s);
         s++; /* ' ' */
-        bool rw = s[0] == 'r' && s[1] == 'w';
+        bool rw = s[0] == 'r' && s[1] == 'w', shared = s[3] == 's';
         const char *nl = strchr(line, '\n');
         line = nl ? nl + 1 : line + strlen(line);
         if (!rw)
             continue;
         if (sp >= start && sp < end)
             start = sp; /* our own stack: only the live part */
-        scan_root(start, end);
+        scan_root(start, end, shared);
     }
     dl_iterate_phdr(scan_relro_cb, NULL);
 }
@@ -466,19 +524,11 @@ static void scan_roots(uintptr_t sp)
  * child's over its parent's 2,000 blocks: 18 ms), and blocks allocated
  * together lie together. A window is an aligned WINDOW_BYTES, which never
  * crosses a slice (so it lies in one segment, mapped as a whole); the last
- * WINDOWS read are kept. A copy can be a few microseconds old when a block in
- * it is scanned: no older than a block read on its own, measured against a
- * report that other threads may race anyway. */
-#define WINDOW_BYTES ((uintptr_t)16 << 10)
-#define WINDOWS 16
+ * WINDOWS read are kept. A block is scanned from the copy of its window
+ * read when the first block in it was: with other threads still freeing and
+ * writing (the report runs as the process exits, they may), that copy can
+ * be older than one read for the block alone. */
 _Static_assert(SLICE_SIZE % WINDOW_BYTES == 0, "a window lies in one slice");
-
-static struct {
-    uintptr_t base[WINDOWS]; /* 0: empty */
-    size_t len[WINDOWS];     /* bytes read */
-    unsigned next;           /* the slot to fill next */
-    uintptr_t buf[WINDOWS][WINDOW_BYTES / sizeof(uintptr_t)];
-} win ebb_cold_bss;
 
 static void scan_span(const span_t *s)
 {
@@ -492,30 +542,30 @@ static void scan_span(const span_t *s)
         return;
     }
     unsigned w = 0;
-    while (w < WINDOWS && win.base[w] != base)
+    while (w < WINDOWS && scratch.win.base[w] != base)
         w++;
     if (w == WINDOWS) {
-        w = win.next;
-        win.next = (win.next + 1) % WINDOWS;
-        struct iovec local = {win.buf[w], WINDOW_BYTES};
+        w = scratch.win.next;
+        scratch.win.next = (scratch.win.next + 1) % WINDOWS;
+        struct iovec local = {scratch.win.buf[w], WINDOW_BYTES};
         struct iovec remote = {(void *)base, WINDOW_BYTES};
         ssize_t got = process_vm_readv(lk.pid, &local, 1, &remote, 1, 0);
-        win.base[w] = base;
-        win.len[w] = got > 0 ? (size_t)got : 0;
+        scratch.win.base[w] = base;
+        scratch.win.len[w] = got > 0 ? (size_t)got : 0;
     }
-    if (end - base > win.len[w]) { /* not all of it could be read: alone, then */
+    if (end - base > scratch.win.len[w]) { /* not all of it could be read: alone, then */
         scan_range(start, end);
         return;
     }
     size_t from = (start - base + sizeof(uintptr_t) - 1) / sizeof(uintptr_t);
     size_t to = (end - base) / sizeof(uintptr_t);
     for (size_t k = from; k < to; k++)
-        mark_word(win.buf[w][k]);
+        mark_word(scratch.win.buf[w][k]);
 }
 
 static void mark_all(void)
 {
-    memset(win.base, 0, sizeof win.base);
+    memset(scratch.win.base, 0, sizeof scratch.win.base);
     while (lk.work_len > 0)
         scan_span(&lk.spans[lk.work[--lk.work_len]]);
 }
@@ -599,7 +649,9 @@ void leak_report_at_exit(void)
     lk.skip[0][1] = (uintptr_t)mem + bytes;
     lk.skip[1][0] = (uintptr_t)&lk;
     lk.skip[1][1] = (uintptr_t)(&lk + 1);
-    lk.skip_count = 2;
+    lk.skip[2][0] = (uintptr_t)&scratch;
+    lk.skip[2][1] = (uintptr_t)(&scratch + 1);
+    lk.skip_count = 3;
     huge_for_each_cached(cached_huge, NULL);
     spans_sort();
     spans_bound();
@@ -678,9 +730,17 @@ void leak_report_at_exit(void)
     long code = option_get(OPT_DEBUG_LEAK_EXITCODE);
     if (lost > 0 && code > 0) {
         /* What exit would still do after this destructor: flush the
-         * program's stdio buffers (a program writing to a pipe or a file
-         * lost its last output). */
-        fflush(NULL);
+         * program's stdout and stderr (a program writing to a pipe or a
+         * file lost its last output). Only if no other thread holds one:
+         * exit's own flush takes no lock, fflush would wait for it (other
+         * streams are left as they are). */
+        FILE *streams[] = {stdout, stderr};
+        for (size_t k = 0; k < sizeof streams / sizeof streams[0]; k++) {
+            if (ftrylockfile(streams[k]) == 0) {
+                fflush_unlocked(streams[k]);
+                funlockfile(streams[k]);
+            }
+        }
         _exit((int)code);
     }
 }

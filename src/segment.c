@@ -111,11 +111,13 @@ bool segment_map_contains(const void *p)
 
 uintptr_t segment_map_next(uintptr_t from, uintptr_t to)
 {
+    if (to <= from)
+        return to;
     size_t unit = (from + SEGMENT_MASK) >> SEGMENT_SHIFT;
-    size_t last = to ? ((to - 1) >> SEGMENT_SHIFT) : 0; /* the unit holding to - 1 */
+    size_t last = (to - 1) >> SEGMENT_SHIFT; /* the unit holding to - 1 */
     if (last >= MAP_UNITS)
         last = MAP_UNITS - 1;
-    while (to > from && unit <= last) {
+    while (unit <= last) {
         uint64_t word = atomic_load_explicit(&segment_map[unit / 64], memory_order_acquire);
         word >>= unit % 64;
         if (word != 0) {

@@ -358,13 +358,29 @@ end_case
 # buffers it inherited (the kernel filling their holes with page cache) and
 # every other big mapping whole, one 4 MiB unit at a time. Big root mappings
 # are now read only where their pages are used (tests/debug/leak_big_roots.c:
-# 1 TiB shared and 64 TiB private, or 4 and 16 GiB on a kernel without
+# 256 GiB shared and 64 TiB private, or 4 and 16 GiB on a kernel without
 # PAGEMAP_SCAN; the code before took 20 s and more on the smaller pair): the
 # blocks pointed to from their used pages are still reachable, the third is
 # lost.
 begin_case leak_report_reads_big_roots_only_where_used
 expect_two_reached_one_lost leak_big_roots "no big mappings" allocate_reached_via_mapping \
     "the program could not map its big regions here (vm.overcommit_memory=2?)"
+end_case
+
+# Review findings (tests/debug/leak_empty_aligned.c,
+# leak_exitcode_stdout_held.c): the root walk stepped to a block of size 0
+# aligned to 4 MiB forever; the flush of stdout before the exit code's _exit
+# waited for a lock another thread held. Both hung.
+begin_case leak_report_finishes_at_an_empty_block_and_a_held_stdout
+timeout 20 env EBB_DEBUG=1 "$D/leak_empty_aligned" >"$TMP/empty.out" 2>"$TMP/empty.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "a block of size 0 aligned to 4 MiB: expected exit 0 within 20 s, got $rc (124: hung)"; show "$TMP/empty.err"; }
+grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 0 bytes lost in 0 blocks$' "$TMP/empty.err" ||
+    { fail "the empty block is reachable from a global: nothing lost"; show "$TMP/empty.err"; }
+timeout 20 env EBB_DEBUG=1 EBB_DEBUG_LEAK_EXITCODE=7 "$D/leak_exitcode_stdout_held" >"$TMP/held.out" 2>"$TMP/held.err"
+rc=$?
+[ $rc -eq 7 ] || { fail "stdout held by another thread at exit: expected exit 7 within 20 s, got $rc (124: hung)"; show "$TMP/held.err"; }
+grep -q '^started$' "$TMP/held.out" || fail "the program's flushed output should be there"
 end_case
 
 # A forked child lists the blocks it lost itself; the lost ones it inherited

@@ -1,12 +1,14 @@
-/* Big mappings of the program's own are roots, read where this process used
- * their pages: a shared anonymous mapping (PostgreSQL's shared buffers are one
- * of these) and a private one, untouched but for one page each, hold the only
+/* Big mappings of the program's own are roots, read where their pages are
+ * used: a shared anonymous mapping (PostgreSQL's shared buffers are one of
+ * these) and a private one, untouched but for one page each, hold the only
  * pointers to two small blocks; a third small block is lost. Read whole, the
  * private one would take hours, and the kernel would fill the shared one's
- * holes with page cache. Where the kernel has PAGEMAP_SCAN (Linux 6.7), the
- * report finds the used pages in the page tables: 1 TiB and 64 TiB here.
- * Without it, it reads /proc/self/pagemap, a word for every page: 4 and 16
- * GiB then. */
+ * holes with page cache. The shared page is dropped from this process's page
+ * tables (MADV_DONTNEED; its data stays in memory): still a root. The private
+ * mapping's used pages are found in the page tables by PAGEMAP_SCAN (Linux
+ * 6.7): 64 TiB here, and 256 GiB shared (mincore reads a byte a page for
+ * it). Without PAGEMAP_SCAN, the report reads
+ * /proc/self/pagemap, a word for every page: 16 and 4 GiB then. */
 #include "fault.h"
 
 #include <fcntl.h>
@@ -44,7 +46,7 @@ static bool kernel_has_pagemap_scan(void)
 int main(void)
 {
     bool fast = kernel_has_pagemap_scan();
-    size_t shared_bytes = fast ? (size_t)1 << 40 : (size_t)4 << 30;
+    size_t shared_bytes = fast ? (size_t)256 << 30 : (size_t)4 << 30;
     size_t private_bytes = fast ? (size_t)64 << 40 : (size_t)16 << 30;
     printf("pagemap_scan=%d\n", fast);
     char **shared = map(shared_bytes, MAP_SHARED);
@@ -54,6 +56,14 @@ int main(void)
         return 2;
     }
     shared[(shared_bytes / 2) / sizeof(char *)] = allocate_reached_via_mapping(100);
+    /* This process maps that page no more; the data stays (in the page
+     * cache), and so does the pointer. */
+    madvise((char *)shared + shared_bytes / 2, 4096, MADV_DONTNEED);
+    if (shared[(shared_bytes / 2) / sizeof(char *)] == NULL) {
+        printf("no big mappings (the shared page lost its data)\n");
+        return 2;
+    }
+    madvise((char *)shared + shared_bytes / 2, 4096, MADV_DONTNEED);
     private[(private_bytes / 2) / sizeof(char *)] = allocate_reached_via_mapping(200);
     char *lost = allocate_victim(300);
     announce(lost);
