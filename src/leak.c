@@ -342,6 +342,32 @@ static uintptr_t scan_used_pages_by_ioctl(int fd, uintptr_t page, uintptr_t star
     return page < stop ? page : end;
 }
 
+/* Gathering runs of used pages of [start, end), page by page in ascending
+ * order, each run scanned as it ends (scan_used_pages, scan_resident_pages). */
+typedef struct page_runs_s {
+    uintptr_t start, run; /* run: where the current run began, 0: none */
+} page_runs_t;
+
+static void page_runs_add(page_runs_t *r, uintptr_t page, bool used)
+{
+    if (used && r->run == 0) {
+        r->run = page;
+    } else if (!used && r->run != 0) {
+        scan_range(r->run > r->start ? r->run : r->start, page);
+        r->run = 0;
+    }
+}
+
+/* The rest of [from, end) is scanned whole (from: where the page-by-page
+ * walk stopped, or the current run's start), or only the current run. */
+static void page_runs_finish(page_runs_t *r, uintptr_t end, uintptr_t from)
+{
+    if (r->run != 0)
+        from = r->run;
+    if (from != 0 && from < end)
+        scan_range(from > r->start ? from : r->start, end);
+}
+
 /* Scan [start, end) where pages are present or swapped out: an untouched 32
  * GiB block took 45 s to read whole. By PAGEMAP_SCAN where the kernel has it,
  * else by reading pagemap (bits 63 and 62), a run of used pages at a time;
@@ -358,30 +384,21 @@ static void scan_used_pages(uintptr_t start, uintptr_t end)
     }
     size_t ps = os_info.page_size;
     uintptr_t page = scan_used_pages_by_ioctl(fd, start & ~(uintptr_t)(ps - 1), start, end);
-    uintptr_t run = 0; /* start of the run of used pages being gathered, 0: none */
+    page_runs_t r = {start, 0};
     while (page < end) {
         size_t n = (size_t)((end - page + ps - 1) / ps);
         if (n > sizeof scratch.entries / sizeof scratch.entries[0])
             n = sizeof scratch.entries / sizeof scratch.entries[0];
         ssize_t got = pread(fd, entries, n * sizeof entries[0], (off_t)(page / ps * sizeof entries[0]));
         if (got < (ssize_t)sizeof entries[0]) {
-            uintptr_t from = run ? run : page;
-            scan_range(from > start ? from : start, end);
+            page_runs_finish(&r, end, page); /* the rest whole */
             return;
         }
         n = (size_t)got / sizeof entries[0];
-        for (size_t k = 0; k < n; k++, page += ps) {
-            bool used = (entries[k] >> 62) != 0;
-            if (used && run == 0)
-                run = page;
-            else if (!used && run != 0) {
-                scan_range(run > start ? run : start, page);
-                run = 0;
-            }
-        }
+        for (size_t k = 0; k < n; k++, page += ps)
+            page_runs_add(&r, page, (entries[k] >> 62) != 0);
     }
-    if (run != 0)
-        scan_range(run > start ? run : start, end);
+    page_runs_finish(&r, end, 0);
 }
 
 /* Scan the pages of [start, end), part of a shared mapping, that are in
@@ -393,28 +410,20 @@ static void scan_used_pages(uintptr_t start, uintptr_t end)
 static void scan_resident_pages(uintptr_t start, uintptr_t end)
 {
     size_t ps = os_info.page_size;
-    uintptr_t page = start & ~(uintptr_t)(ps - 1), run = 0;
+    uintptr_t page = start & ~(uintptr_t)(ps - 1);
+    page_runs_t r = {start, 0};
     while (page < end) {
         size_t n = (size_t)((end - page + ps - 1) / ps);
         if (n > sizeof scratch.resident)
             n = sizeof scratch.resident;
         if (mincore((void *)page, n * ps, scratch.resident) != 0) {
-            uintptr_t from = run ? run : page;
-            scan_range(from > start ? from : start, end); /* unmapped meanwhile: skipped there */
+            page_runs_finish(&r, end, page); /* unmapped meanwhile: skipped there */
             return;
         }
-        for (size_t k = 0; k < n; k++, page += ps) {
-            bool used = scratch.resident[k] & 1;
-            if (used && run == 0)
-                run = page;
-            else if (!used && run != 0) {
-                scan_range(run > start ? run : start, page);
-                run = 0;
-            }
-        }
+        for (size_t k = 0; k < n; k++, page += ps)
+            page_runs_add(&r, page, scratch.resident[k] & 1);
     }
-    if (run != 0)
-        scan_range(run > start ? run : start, end);
+    page_runs_finish(&r, end, 0);
 }
 
 /* Above this, a root range is scanned only where its pages are used
