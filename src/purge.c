@@ -69,9 +69,9 @@
  * there would deadlock. Until the thread exists, frees purge what they leave
  * at once (purge_at_free: the process may go idle before any allocation
  * starts the thread), and passes run inline from purge_poll when one is due. It blocks every signal and is detached: it
- * never keeps the process alive. In a forked child it does not exist: the
- * child's fork handler starts a new one if the parent had one
- * (purge_fork_child_restart), else the child starts it like any process. With
+ * never keeps the process alive. In a forked child it does not exist; the
+ * child starts one like any process, or at once if it inherited resident
+ * memory waiting for a pass (purge_fork_child_restart). With
  * EBB_BACKGROUND=0, or if the thread cannot be created, passes run inline from
  * purge_poll when one is due (purges then happen only during allocator calls).
  */
@@ -249,15 +249,22 @@ static bool purge_segments(bool force)
  * The pass
  * ------------------------------------------------------------------------- */
 
-/* Is any source of work non-empty? (The scavenger's re-check.) */
-static bool purge_pending(void)
+/* Does any source of work hold resident memory a pass would give back? All
+ * but the segment cache: the slices of cached segments are on the purge list
+ * while dirty, so what the cache itself waits for is address space (unmaps). */
+static bool purge_resident_pending(void)
 {
     lock_acquire(&purge_lock);
     bool listed = purge_first != NULL;
     lock_release(&purge_lock);
-    return listed || huge_cache_pending() || segment_cache_pending() ||
-           segment_abandoned_pending() || heap_scavenge_pending() ||
+    return listed || huge_cache_pending() || segment_abandoned_pending() || heap_scavenge_pending() ||
            (debug_enabled && (debug_reuse_pending() || debug_quarantine_pending()));
+}
+
+/* Is any source of work non-empty? (The scavenger's re-check.) */
+static bool purge_pending(void)
+{
+    return purge_resident_pending() || segment_cache_pending();
 }
 
 /* One pass; the caller holds pass_lock. True if work remains for later. */
@@ -466,12 +473,9 @@ void purge_poll(bool may_start)
 /* ---------------------------------------------------------------------------
  * fork: no pass runs across a fork, and the child starts with no thread.
  * ------------------------------------------------------------------------- */
-static bool thread_ran_before_fork;
-
 void purge_fork_prepare_first(void)
 {
     lock_acquire(&pass_lock);
-    thread_ran_before_fork = atomic_load(&thread_state) == THREAD_RUNNING;
 }
 
 void purge_fork_prepare_last(void)
@@ -494,17 +498,33 @@ void purge_fork_child(void)
     int state = atomic_load(&thread_state);
     if (state != THREAD_DISABLED)
         atomic_store(&thread_state, THREAD_NONE);
-    if (atomic_load(&purge_work))
-        atomic_store(&thread_wanted, 1);
 }
 
-/* The end of the child's fork handler, every lock of ours released: a child
- * of a process that had a scavenger gets its own now. Waiting for an
- * allocation would leave a child that only frees what it inherited, then
- * idles, holding all of it (and free() must not start threads, see above);
- * glibc has reset its own thread locks in the child before this runs. */
+/* The end of the child's fork handler, every lock of ours released (glibc has
+ * reset its own thread locks in the child before this runs). The child starts
+ * with no scavenger and gets one the way a new process does: lazily, once
+ * something becomes purgeable. Until then its frees purge what they leave at
+ * once (purge_at_free) and ask for the thread, which the next allocation slow
+ * path starts. A child that execs at once, the common case, so pays for no
+ * thread: making one here cost each child of a fork-malloc-exit loop
+ * 1.2-1.4 ms of its 7 (docs/memory-return.md, "fork").
+ *
+ * One case starts the thread here: the child inherited resident memory that
+ * is waiting for a pass (purge_resident_pending). No free of the child's
+ * will purge that, and free() must not start threads (see the top of this
+ * file), so a child that never allocated again would hold all of it. Work
+ * that holds only address space (a spare region, cached segments beyond the
+ * standby, all already purged) waits for the thread the child's own work
+ * starts: purge_work is cleared so that this work's first purge_wake asks
+ * for it. */
 void purge_fork_child_restart(void)
 {
-    if (thread_ran_before_fork && atomic_load(&thread_state) == THREAD_NONE)
+    if (atomic_load(&thread_state) != THREAD_NONE)
+        return;
+    if (purge_resident_pending()) {
         purge_start_thread();
+        return;
+    }
+    atomic_store(&purge_work, 0);
+    atomic_store(&thread_wanted, 0);
 }

@@ -2792,6 +2792,28 @@ static void loop_of_4_mib_huge_blocks_maps_o1(void)
     malloc_free_loop_maps_o1(4 * MiB, 25000);
 }
 
+/* Let every pending job end (the segment cache unmapped after the unmap
+ * delay): wait until the pass count stays still for 3 purge delays. Seconds
+ * it took, or -1 if the passes still went on past the unmap delay + 2 s. */
+static double wait_until_scavenger_quiet(void)
+{
+    double limit = (double)(opt_unmap_delay_ms() + 3 * opt_purge_delay_ms()) / 1000.0 + 2.0;
+    double t0 = check_now();
+    unsigned long last = purge_pass_count();
+    double still_since = check_now();
+    while (check_now() - still_since < 3.0 * (double)opt_purge_delay_ms() / 1000.0 + 0.05) {
+        if (check_now() - t0 >= limit)
+            return -1;
+        sleep_ms(10);
+        unsigned long now = purge_pass_count();
+        if (now != last) {
+            last = now;
+            still_since = check_now();
+        }
+    }
+    return check_now() - t0;
+}
+
 /* ---------------------------------------------------------------------------
  * 4. DESIGN ("the background thread sleeps when nothing is pending: no periodic
  * wake-ups in an idle process"; "lazily started"). In a fresh process: no
@@ -2833,24 +2855,9 @@ static void child_idle_process_gets_no_wakeups(void)
           threads2);
     long held = rss_now();
     expect_rss_back(base, 4 * MiB, held, "burst of frees, then idle");
-    /* Let every pending job end (segment cache unmapped after the unmap delay):
-     * wait until the pass count stays still for 3 purge delays. */
-    double settle_limit = (double)(opt_unmap_delay_ms() + 3 * opt_purge_delay_ms()) / 1000.0 + 2.0;
-    double t0 = check_now();
-    unsigned long last = purge_pass_count();
-    double still_since = check_now();
-    while (check_now() - still_since < 3.0 * (double)opt_purge_delay_ms() / 1000.0 + 0.05) {
-        REQUIRE(check_now() - t0 < settle_limit,
-                "the scavenger should go quiet once the unmap delay is over; after %.1f s its passes "
-                "still go on (%lu so far)", settle_limit, purge_pass_count());
-        sleep_ms(10);
-        unsigned long now = purge_pass_count();
-        if (now != last) {
-            last = now;
-            still_since = check_now();
-        }
-    }
-    double settled = check_now() - t0;
+    double settled = wait_until_scavenger_quiet();
+    REQUIRE(settled >= 0, "the scavenger should go quiet once the unmap delay is over; its passes "
+            "still go on (%lu so far)", purge_pass_count());
     unsigned long w0 = purge_wakeup_count(), p0 = purge_pass_count();
     sleep_ms(1000);
     unsigned long w1 = purge_wakeup_count(), p1 = purge_pass_count();
@@ -2867,6 +2874,124 @@ static void idle_process_gets_no_wakeups_and_thread_starts_lazily(void)
 {
     static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
     expect_child_passes("child_idle_process_gets_no_wakeups", env, 60);
+}
+
+/* ---------------------------------------------------------------------------
+ * 4a. The issue: the scavenger is "re-created lazily in a forked child". A
+ * child forked while nothing resident waits for a pass starts no thread (a
+ * child that execs at once pays for none); its first free purges at once and
+ * asks for the thread, and its next allocation starts it. A child forked
+ * while resident memory waits for a pass gets its thread at once: it may
+ * never call the allocator again, and must not keep what the parent freed.
+ * ------------------------------------------------------------------------- */
+static int forked_child_status(pid_t pid)
+{
+    int status = 0;
+    double t0 = check_now();
+    pid_t got;
+    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && check_now() - t0 < 20)
+        sleep_ms(10);
+    if (got == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return -2;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void grandchild_exit(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    _exit(atomic_load(&check_case_failures) ? 1 : 0);
+}
+
+/* Nothing pending in the parent: no thread until the child's own work. */
+static void grandchild_starts_no_thread_until_it_has_work(void)
+{
+    int s0 = purge_thread_state();
+    long threads0 = thread_count();
+    CHECK(s0 == STATE_NONE, "a child forked with nothing pending should have no scavenger yet "
+          "(state 0); state %d", s0);
+    CHECK(threads0 == 1, "a child forked with nothing pending should have 1 thread; it has %ld",
+          threads0);
+    long base = rss_now();
+    void *p = malloc(8 * MiB);
+    REQUIRE(p != NULL, "malloc(8 MiB) returned NULL in the child");
+    touch(p, 8 * MiB, 3);
+    long held = rss_now();
+    free(p); /* no thread yet: purged by this free */
+    long after = rss_now();
+    printf("    info: child, no thread: before %.1f MiB, 8 MiB block touched %.1f, freed %.1f\n",
+           mib(base), mib(held), mib(after));
+    CHECK(after - base < (long)(2 * MiB), "with no scavenger yet, the child's free should purge at "
+          "once: %.1f MiB over its start right after the free", mib(after - base));
+    void *q = malloc(300 * KiB); /* an allocation slow path: starts the wanted thread */
+    REQUIRE(q != NULL, "malloc(300 KiB) returned NULL in the child");
+    int s1 = purge_thread_state();
+    CHECK(s1 == STATE_RUNNING, "after a free asked for it, the child's next allocation should "
+          "start the scavenger (state 2); state %d", s1);
+    CHECK(thread_count() == 2, "the child should now have 2 threads; it has %ld", thread_count());
+    touch(q, 300 * KiB, 4);
+    free(q);
+    grandchild_exit();
+}
+
+/* Resident memory pending: the thread starts at the fork and purges it while
+ * the child sleeps without a single allocator call. */
+static void grandchild_gives_back_what_it_inherited_pending(long base)
+{
+    int s0 = purge_thread_state();
+    CHECK(s0 == STATE_RUNNING, "a child forked while freed memory waited for a pass should start "
+          "its scavenger at once (state 2); state %d", s0);
+    long held = rss_now();
+    expect_rss_back(base, 2 * MiB, held, "child of a fork right after a 16 MiB free, idle");
+    grandchild_exit();
+}
+
+static void child_forked_child_starts_its_scavenger_lazily(void)
+{
+    /* A parent with a running scavenger, quiet. */
+    static void *blocks[64];
+    for (int i = 0; i < 64; i++) {
+        blocks[i] = malloc(256 * KiB);
+        REQUIRE(blocks[i] != NULL, "malloc returned NULL");
+        touch(blocks[i], 256 * KiB, 1);
+    }
+    for (int i = 0; i < 64; i++)
+        free(blocks[i]);
+    void *warm = malloc(100); /* starts the wanted thread */
+    REQUIRE(purge_thread_state() == STATE_RUNNING, "the parent's scavenger should run (state 2); "
+            "state %d", purge_thread_state());
+    free(warm);
+    REQUIRE(wait_until_scavenger_quiet() >= 0, "the parent's scavenger should go quiet");
+
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork failed: %s", strerror(errno));
+    if (pid == 0)
+        grandchild_starts_no_thread_until_it_has_work();
+    int st = forked_child_status(pid);
+    CHECK(st == 0, "the child forked with nothing pending failed (status %d; -2: timed out)", st);
+
+    long base = rss_settled();
+    void *big = malloc(16 * MiB);
+    REQUIRE(big != NULL, "malloc(16 MiB) returned NULL");
+    touch(big, 16 * MiB, 2);
+    free(big); /* resident until the parent's next pass, a purge delay away */
+    fflush(stdout);
+    pid = fork();
+    REQUIRE(pid >= 0, "fork failed: %s", strerror(errno));
+    if (pid == 0)
+        grandchild_gives_back_what_it_inherited_pending(base);
+    st = forked_child_status(pid);
+    CHECK(st == 0, "the child forked with a free pending failed (status %d; -2: timed out)", st);
+}
+
+static void forked_child_starts_its_scavenger_lazily(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=200", NULL};
+    expect_child_passes("child_forked_child_starts_its_scavenger_lazily", env, 60);
 }
 
 /* ---------------------------------------------------------------------------
@@ -3484,6 +3609,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_frees_racing_purge_passes_are_purged_not_unmapped),
     CHILD_CASE(child_fork_amid_racing_passes_purged_not_unmapped),
     CHILD_CASE(child_idle_process_gets_no_wakeups),
+    CHILD_CASE(child_forked_child_starts_its_scavenger_lazily),
     CHILD_CASE(child_free_while_scavenger_starts_wakes_it),
     CHILD_CASE(child_exit_does_not_write_into_segments_it_abandoned),
     CHILD_CASE(child_segment_emptied_during_a_collect_pass_is_released),
@@ -3520,6 +3646,7 @@ int main(int argc, char **argv)
     RUN_CASE(loop_of_1_mib_blocks_maps_o1);
     RUN_CASE(loop_of_4_mib_huge_blocks_maps_o1);
     RUN_CASE(idle_process_gets_no_wakeups_and_thread_starts_lazily);
+    RUN_CASE(forked_child_starts_its_scavenger_lazily);
     RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
     RUN_CASE(exit_does_not_write_into_segments_it_abandoned);
     RUN_CASE(segment_emptied_during_a_collect_pass_is_released);
