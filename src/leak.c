@@ -433,16 +433,42 @@ static void scan_resident_pages(uintptr_t start, uintptr_t end)
  * shared buffers, in every backend's report). */
 #define ROOT_SCAN_DIRECT ((uintptr_t)256 << 10)
 
-/* A root range, minus ebb's own memory: segments (one 4 MiB unit each, in the
- * segment map), the huge cache and its spare pages, and live blocks (reached
- * by marking). */
+/* Where ebb's own memory ends in a unit the segment map lists. A segment
+ * fills its unit. A huge mapping (live or cached) starts at its unit and ends
+ * at its map size: short of the unit's end, the rest of the unit is the
+ * program's to map, and a root like any; past it, the block and the tail
+ * behind it, neither a root. The header is read with process_vm_readv, as
+ * everything here: another thread may unmap the mapping meanwhile (then the
+ * whole unit is skipped, as before it was unmapped). */
+static uintptr_t ebb_unit_end(uintptr_t unit)
+{
+    unsigned char head[offsetof(segment_t, map_size) + sizeof(size_t)]; /* up to map_size */
+    struct iovec local = {head, sizeof head};
+    struct iovec remote = {(void *)unit, sizeof head};
+    if (process_vm_readv(lk.pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof head)
+        return unit + SEGMENT_SIZE;
+    uint32_t kind;
+    size_t map_size;
+    memcpy(&kind, head + offsetof(segment_t, kind), sizeof kind);
+    memcpy(&map_size, head + offsetof(segment_t, map_size), sizeof map_size);
+    if (kind != SEGMENT_HUGE || map_size < os_info.page_size)
+        return unit + SEGMENT_SIZE;
+    return unit + map_size;
+}
+
+/* A root range, minus ebb's own memory: segments and huge mappings (each
+ * starting a 4 MiB unit the segment map lists; ebb_unit_end), the huge cache
+ * and its spare pages, and live blocks (reached by marking). */
 static void scan_root(uintptr_t start, uintptr_t end, bool shared)
 {
     while (start < end) {
         uintptr_t unit = start & ~(uintptr_t)SEGMENT_MASK;
         if (segment_map_contains((void *)(unit + 64))) {
-            start = unit + SEGMENT_SIZE;
-            continue;
+            uintptr_t own_end = ebb_unit_end(unit);
+            if (start < own_end) {
+                start = own_end;
+                continue;
+            }
         }
         /* Up to ebb's next segment: one step over a mapping of many units
          * (a 64 TiB one is 16 million of them). */

@@ -367,6 +367,16 @@ expect_two_reached_one_lost leak_big_roots "no big mappings" allocate_reached_vi
     "the program could not map its big regions here (vm.overcommit_memory=2?)"
 end_case
 
+# Review finding: a huge block's mapping starts a 4 MiB unit, and the leak
+# report skipped that whole unit as ebb's. A 2.5 MiB block's mapping ends
+# short of it, and the program's own mapping in the rest of the unit
+# (tests/debug/leak_in_huge_unit_tail.c) was never read: the two blocks kept
+# only there were reported lost. They are still reachable; the third is lost.
+begin_case leak_report_reads_a_mapping_in_a_huge_blocks_unit
+expect_two_reached_one_lost leak_in_huge_unit_tail "no tail mapping" allocate_reached_via_tail \
+    "the program could not map beside its huge block here"
+end_case
+
 # Review findings (tests/debug/leak_empty_aligned.c,
 # leak_exitcode_stdout_held.c): the root walk stepped to a block of size 0
 # aligned to 4 MiB forever; the flush of stdout before the exit code's _exit
