@@ -1016,6 +1016,9 @@ uint32_t trace_intern(const uintptr_t *pcs, int n);
 int trace_get(uint32_t id, uintptr_t *pcs, int max);
 /* Symbolized, one line per frame, each starting with `indent`. */
 void trace_print(text_t *t, uint32_t id, const char *indent);
+/* Symbolize the frames of these traces now, one addr2line run per module,
+ * for the trace_print calls that follow (the report lock held). */
+void trace_symbolize(const uint32_t *ids, int count);
 /* The registry's bytes and the traces recorded, with the caller's own counts
  * added first (the other threads' come in batches: trace.c, trace_count). */
 void trace_registry_counts(size_t *stored, size_t *raw, size_t *traces);

@@ -623,8 +623,22 @@ static void print_groups(text_t *t, group_t *g, size_t n, bool marked, bool inhe
             if (g[j].bytes > g[best].bytes)
                 best = j;
         group_t tmp = g[i]; g[i] = g[best]; g[best] = tmp;
+    }
+    /* Symbolized 16 groups at a time: one addr2line run per module for all
+     * their frames, not one per group. */
+    enum { AHEAD = 16 };
+    uint32_t ahead[AHEAD];
+    size_t symbolized = 0;
+    for (size_t i = 0; i < n; i++) {
         if (g[i].marked != marked || g[i].inherited != inherited)
             continue;
+        if (i >= symbolized) {
+            int k = 0;
+            for (symbolized = i; symbolized < n && k < AHEAD; symbolized++)
+                if (g[symbolized].marked == marked && g[symbolized].inherited == inherited)
+                    ahead[k++] = g[symbolized].trace;
+            trace_symbolize(ahead, k);
+        }
         text_add(t, "==ebb== ");
         text_add_u64(t, g[i].bytes, 0);
         text_add(t, g[i].bytes == 1 ? " byte in " : " bytes in ");

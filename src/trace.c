@@ -1239,6 +1239,102 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
     }
 }
 
+/* Symbolized frames, kept for the reports that follow: one addr2line run on
+ * the C library's separate debug info takes about 110 ms, and the same frames
+ * come back in every report of a program that goes on after its faults
+ * (EBB_DEBUG_ON_ERROR=continue: 20 reports of one double free took 15 s),
+ * in the three traces of one report (this call, allocated, freed), and in
+ * the groups of a leak report. A frame is found again by its address and
+ * its module's load bias (a module unloaded and another loaded at the same
+ * place would have another bias, as a rule). Under the report lock, as all
+ * of the symbolizer (trace_print's callers hold it). */
+#define SYM_SLOTS 512
+typedef struct sym_s {
+    uintptr_t pc; /* 0: empty */
+    uintptr_t bias;
+    uintptr_t offset;     /* into the function */
+    bool named;           /* name is valid */
+    char name[128];       /* the function */
+    char line[160];       /* "file:line", or empty */
+} sym_t;
+static sym_t sym_cache[SYM_SLOTS] ebb_cold_bss;
+static unsigned sym_next; /* the slot to fill next: the oldest goes first */
+
+static const sym_t *sym_find(uintptr_t pc, uintptr_t bias)
+{
+    for (unsigned i = 0; i < SYM_SLOTS; i++)
+        if (sym_cache[i].pc == pc && sym_cache[i].bias == bias)
+            return &sym_cache[i];
+    return NULL;
+}
+
+/* Symbolize the frames of `pcs` (return addresses) not in the cache yet, one
+ * addr2line run per module for each 64 of them. */
+#define SYM_BATCH 64
+static void sym_resolve(const uintptr_t *pcs, int n)
+{
+    static module_t mods[SYM_BATCH] ebb_cold_bss;
+    static char got[SYM_BATCH][160] ebb_cold_bss;
+    int i = 0;
+    while (i < n) {
+        int m = 0; /* gather up to SYM_BATCH new frames */
+        for (; i < n && m < SYM_BATCH; i++) {
+            memset(&mods[m], 0, sizeof mods[m]);
+            mods[m].pc = pcs[i] - 1; /* a return address: the call is just before */
+            module_find(&mods[m]);
+            bool seen = sym_find(mods[m].pc, mods[m].bias) != NULL;
+            for (int k = 0; k < m && !seen; k++)
+                seen = mods[k].pc == mods[m].pc && mods[k].bias == mods[m].bias;
+            if (!seen)
+                m++;
+        }
+        bool done[SYM_BATCH] = {false};
+        for (int a = 0; a < m; a++) {
+            if (done[a])
+                continue;
+            uintptr_t batch[SYM_BATCH];
+            int which[SYM_BATCH], k = 0;
+            for (int b = a; b < m; b++) {
+                if (!done[b] && mods[b].found == mods[a].found &&
+                    (!mods[a].found || strcmp(mods[b].path, mods[a].path) == 0)) {
+                    batch[k] = mods[b].pc - mods[b].bias;
+                    which[k++] = b;
+                    done[b] = true;
+                }
+            }
+            if (mods[a].found)
+                file_lines(mods[a].path, batch, k, got);
+            for (int j = 0; j < k; j++) {
+                const module_t *mod = &mods[which[j]];
+                sym_t *e = &sym_cache[sym_next];
+                sym_next = (sym_next + 1) % SYM_SLOTS;
+                e->pc = mod->pc;
+                e->bias = mod->bias;
+                e->named = mod->found && elf_function(mod->path, batch[j], e->name, sizeof e->name,
+                                                      &e->offset);
+                if (mod->found)
+                    memcpy(e->line, got[j], sizeof e->line);
+                else
+                    e->line[0] = '\0';
+            }
+        }
+    }
+}
+
+void trace_symbolize(const uint32_t *ids, int count)
+{
+    static uintptr_t pcs[4 * TRACE_DEPTH_MAX] ebb_cold_bss;
+    int n = 0;
+    for (int i = 0; i < count; i++) {
+        if (n + TRACE_DEPTH_MAX > (int)(sizeof pcs / sizeof pcs[0])) {
+            sym_resolve(pcs, n);
+            n = 0;
+        }
+        n += trace_get(ids[i], pcs + n, TRACE_DEPTH_MAX);
+    }
+    sym_resolve(pcs, n);
+}
+
 void trace_print(text_t *t, uint32_t id, const char *indent)
 {
     uintptr_t pcs[TRACE_DEPTH_MAX];
@@ -1248,59 +1344,34 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         text_add(t, "(no stack trace)\n");
         return;
     }
-    /* Static, as the buffers below: every caller holds debug.c's report lock,
-     * and a report must fit on a thread's small stack (a thread of 32 KiB
-     * crashed reporting a double free when these 24 KiB were on it). */
-    static module_t mods[TRACE_DEPTH_MAX] ebb_cold_bss;
-    uintptr_t vaddr[TRACE_DEPTH_MAX];
+    sym_resolve(pcs, n); /* nothing to do after trace_symbolize */
+    /* Static: every caller holds debug.c's report lock, and a report must
+     * fit on a thread's small stack (a thread of 32 KiB crashed reporting a
+     * double free when 24 KiB of buffers were on it). */
+    static module_t mod ebb_cold_bss;
     for (int i = 0; i < n; i++) {
-        memset(&mods[i], 0, sizeof mods[i]);
-        mods[i].pc = pcs[i] - 1; /* a return address: the call is just before */
-        module_find(&mods[i]);
-        vaddr[i] = mods[i].pc - mods[i].bias;
-    }
-    /* file:line, one addr2line run per module. */
-    static char lines[TRACE_DEPTH_MAX][160] ebb_cold_bss;
-    memset(lines, 0, sizeof lines);
-    bool done[TRACE_DEPTH_MAX] = {false};
-    for (int i = 0; i < n; i++) {
-        if (done[i] || !mods[i].found)
-            continue;
-        uintptr_t batch[TRACE_DEPTH_MAX];
-        int which[TRACE_DEPTH_MAX], k = 0;
-        for (int j = i; j < n; j++) {
-            if (!done[j] && mods[j].found && strcmp(mods[j].path, mods[i].path) == 0) {
-                batch[k] = vaddr[j];
-                which[k++] = j;
-                done[j] = true;
-            }
-        }
-        static char got[TRACE_DEPTH_MAX][160] ebb_cold_bss;
-        file_lines(mods[i].path, batch, k, got);
-        for (int j = 0; j < k; j++)
-            memcpy(lines[which[j]], got[j], sizeof got[j]);
-    }
-    for (int i = 0; i < n; i++) {
+        memset(&mod, 0, sizeof mod);
+        mod.pc = pcs[i] - 1;
+        module_find(&mod);
+        const sym_t *e = sym_find(mod.pc, mod.bias);
         text_add(t, indent);
         text_add(t, "#");
         text_add_u64(t, (uint64_t)i, 0);
         text_add(t, " ");
         text_add_hex(t, pcs[i]);
-        char name[128];
-        uintptr_t off = 0;
-        if (mods[i].found && elf_function(mods[i].path, vaddr[i], name, sizeof name, &off)) {
+        if (e && e->named) {
             text_add(t, " in ");
-            text_add(t, name);
+            text_add(t, e->name);
             text_add(t, "+");
-            text_add_u64(t, off + 1, 0);
+            text_add_u64(t, e->offset + 1, 0);
         }
-        if (lines[i][0]) {
+        if (e && e->line[0]) {
             text_add(t, " at ");
-            text_add(t, lines[i]);
+            text_add(t, e->line);
         }
-        if (mods[i].found) {
+        if (mod.found) {
             text_add(t, " (");
-            text_add(t, mods[i].path);
+            text_add(t, mod.path);
             text_add(t, ")");
         }
         text_add(t, "\n");

@@ -367,6 +367,29 @@ expect_two_reached_one_lost leak_big_roots "no big mappings" allocate_reached_vi
     "the program could not map its big regions here (vm.overcommit_memory=2?)"
 end_case
 
+# A program that goes on after its faults: 15 double frees from three call
+# sites (tests/debug/double_free_repeated.c). Symbolized frames are kept for
+# the next report; each report must still name its own site, at its own line.
+begin_case repeated_reports_name_their_own_call_sites
+timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "$D/double_free_repeated" \
+    >"$TMP/rep.out" 2>"$TMP/rep.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0 after 15 reports, got $rc (124: timed out)"; show "$TMP/rep.err"; }
+n=$(grep -c '^==ebb== ERROR: double free of ' "$TMP/rep.err")
+[ "$n" -eq 15 ] || fail "expected 15 double free reports, got $n"
+for site in first second third; do
+    want=" in twice_in_$site+[0-9]* "
+    if [ -x /usr/bin/addr2line ]; then
+        line=$(grep -n "the $site site's" "$ROOT/tests/debug/double_free_repeated.c" | cut -d: -f1)
+        want=" in twice_in_$site+[0-9]* at .*double_free_repeated.c:$line "
+    fi
+    n=$(awk '/^  this call:/ { getline; print }' "$TMP/rep.err" | grep -c "$want")
+    [ "$n" -eq 5 ] || fail "expected 5 reports whose call frame matches '$want', got $n"
+done
+n=$(awk '/^  allocated at:/ { getline; print }' "$TMP/rep.err" | grep -c " in allocate_victim+")
+[ "$n" -eq 15 ] || fail "every report's allocation trace should start in allocate_victim ($n of 15 do)"
+end_case
+
 # Review finding: a huge block's mapping starts a 4 MiB unit, and the leak
 # report skipped that whole unit as ebb's. A 2.5 MiB block's mapping ends
 # short of it, and the program's own mapping in the rest of the unit
