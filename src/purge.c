@@ -510,9 +510,12 @@ void purge_fork_child(void)
  * 1.2-1.4 ms of its 7 (docs/memory-return.md, "fork").
  *
  * One case starts the thread here: the child inherited resident memory that
- * is waiting for a pass (purge_resident_pending). No free of the child's
- * will purge that, and free() must not start threads (see the top of this
- * file), so a child that never allocated again would hold all of it. Work
+ * is waiting for a pass (purge_resident_pending). That includes the
+ * segments of the parent's other threads, which the child's fork handler
+ * has just abandoned: what the child frees into them is collected by a pass
+ * only. No free of the child's purges that work, and free() must not start
+ * threads (see the top of this file), so a child that never allocated again
+ * would hold all of it. Work
  * that holds only address space (a spare region, cached segments beyond the
  * standby, all already purged) waits for the thread the child's own work
  * starts: purge_work is cleared so that this work's first purge_wake asks
