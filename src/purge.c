@@ -509,22 +509,37 @@ void purge_fork_child(void)
  * thread: making one here cost each child of a fork-malloc-exit loop
  * 1.2-1.4 ms of its 7 (docs/memory-return.md, "fork").
  *
- * One case starts the thread here: the child inherited resident memory that
- * is waiting for a pass (purge_resident_pending). That includes the
- * segments of the parent's other threads, which the child's fork handler
- * has just abandoned: what the child frees into them is collected by a pass
- * only. No free of the child's purges that work, and free() must not start
- * threads (see the top of this file), so a child that never allocated again
- * would hold all of it. Work
- * that holds only address space (a spare region, cached segments beyond the
- * standby, all already purged) waits for the thread the child's own work
- * starts: purge_work is cleared so that this work's first purge_wake asks
- * for it. */
+ * Two cases start the thread here. EBB_STATS_INTERVAL asks for samples,
+ * which the thread prints. And the child inherited resident memory that is
+ * waiting for a pass (purge_resident_pending), among it the segments of the
+ * parent's other threads, which the child's fork handler has just abandoned:
+ * what the child frees into them is collected by a pass only. No free of
+ * the child's purges that work, and free() must not start threads (see the
+ * top of this file), so a child that never allocated again would hold all
+ * of it. Work that holds only address space (a spare region, cached
+ * segments beyond the standby, all already purged) waits for the thread the
+ * child's own work starts: purge_work is cleared so that this work's first
+ * purge_wake asks for it. */
 void purge_fork_child_restart(void)
 {
-    if (atomic_load(&thread_state) != THREAD_NONE)
+    int state = atomic_load(&thread_state);
+    /* With EBB_PURGE_DELAY=-1 nothing is purged but by malloc_trim, and no
+     * thread could ever be woken (purge_wake). */
+    bool resident = purge_delay_ms() >= 0 && purge_resident_pending();
+    /* The fork may have come between a pass's store of purge_work = 0 and
+     * its re-check of the sources (the fork handler held a lock that the
+     * re-check waits for): the child inherits the 0 with work pending. Set
+     * it again for whatever runs the child's passes. */
+    if (state == THREAD_DISABLED) {
+        if (resident || purge_pending())
+            atomic_store(&purge_work, 1);
         return;
-    if (purge_resident_pending()) {
+    }
+    if (state != THREAD_NONE)
+        return;
+    if (resident || option_get(OPT_STATS_INTERVAL) > 0) { /* the samples come from it */
+        if (resident)
+            atomic_store(&purge_work, 1);
         purge_start_thread();
         return;
     }
