@@ -262,10 +262,12 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
 {
     uint32_t here = capture();
     debug_report_lock();
-    uint32_t traces[3] = {here, h ? h->alloc_trace : 0, h ? h->free_trace : 0};
-    trace_symbolize(traces, 3);
     bool opened;
     int fd = debug_log_open(&opened);
+    if (fd >= 0) {
+        uint32_t traces[3] = {here, h ? h->alloc_trace : 0, h ? h->free_trace : 0};
+        trace_symbolize(traces, 3);
+    }
     text_t t;
     text_init(&t, fd);
     text_add(&t, "==ebb== ERROR: ");

@@ -1206,7 +1206,7 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
         close(fds[0]);
         return;
     }
-    static char buf[64 * 160] ebb_cold_bss; /* reports are serialized (trace_print) */
+    static char buf[64 * 512] ebb_cold_bss; /* reports are serialized (trace_print) */
     size_t got = 0;
     for (;;) {
         ssize_t r = read(fds[0], buf + got, sizeof buf - 1 - got);
@@ -1242,16 +1242,23 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
 /* Symbolized frames, kept for the reports that follow: one addr2line run on
  * the C library's separate debug info takes about 110 ms, and the same frames
  * come back in every report of a program that goes on after its faults
- * (EBB_DEBUG_ON_ERROR=continue: 20 reports of one double free took 15 s),
+ * (EBB_DEBUG_ON_ERROR=continue: 20 reports of one double free took 5.7 s),
  * in the three traces of one report (this call, allocated, freed), and in
- * the groups of a leak report. A frame is found again by its address and
- * its module's load bias (a module unloaded and another loaded at the same
- * place would have another bias, as a rule). Under the report lock, as all
- * of the symbolizer (trace_print's callers hold it). */
+ * the groups of a leak report. A frame is found again by its address, its
+ * module's load bias and a hash of the module's path: a library unloaded and
+ * another loaded at the same place has the same bias but, as a rule, another
+ * path (the loader's unload count, which the tables above use, cannot be read
+ * here: a forked child must not take the loader's lock, step 4). Under the
+ * report lock, as all of the symbolizer (trace_print's callers hold it).
+ *
+ * The oldest entry goes first, except one that the current sym_resolve call
+ * has found or filled (its stamp): those are about to be printed. */
 #define SYM_SLOTS 512
 typedef struct sym_s {
     uintptr_t pc; /* 0: empty */
     uintptr_t bias;
+    uint64_t module_hash; /* of the module's path */
+    uint32_t stamp;       /* the sym_resolve call that last found or filled it */
     uintptr_t offset;     /* into the function */
     bool named;           /* name is valid */
     char name[128];       /* the function */
@@ -1259,13 +1266,34 @@ typedef struct sym_s {
 } sym_t;
 static sym_t sym_cache[SYM_SLOTS] ebb_cold_bss;
 static unsigned sym_next; /* the slot to fill next: the oldest goes first */
+static uint32_t sym_stamp;
 
-static const sym_t *sym_find(uintptr_t pc, uintptr_t bias)
+static uint64_t path_hash(const module_t *m)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (const char *c = m->found ? m->path : ""; *c; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    return h;
+}
+
+static sym_t *sym_find(const module_t *m, uint64_t hash)
 {
     for (unsigned i = 0; i < SYM_SLOTS; i++)
-        if (sym_cache[i].pc == pc && sym_cache[i].bias == bias)
+        if (sym_cache[i].pc == m->pc && sym_cache[i].bias == m->bias &&
+            sym_cache[i].module_hash == hash)
             return &sym_cache[i];
     return NULL;
+}
+
+/* A slot to fill in the current call: the oldest not stamped by it (a call
+ * stamps at most 4 * TRACE_DEPTH_MAX entries, far fewer than SYM_SLOTS). */
+static sym_t *sym_take_slot(void)
+{
+    for (unsigned k = 0; k < SYM_SLOTS && sym_cache[sym_next].stamp == sym_stamp; k++)
+        sym_next = (sym_next + 1) % SYM_SLOTS;
+    sym_t *e = &sym_cache[sym_next];
+    sym_next = (sym_next + 1) % SYM_SLOTS;
+    return e;
 }
 
 /* Symbolize the frames of `pcs` (return addresses) not in the cache yet, one
@@ -1274,7 +1302,10 @@ static const sym_t *sym_find(uintptr_t pc, uintptr_t bias)
 static void sym_resolve(const uintptr_t *pcs, int n)
 {
     static module_t mods[SYM_BATCH] ebb_cold_bss;
+    static uint64_t hashes[SYM_BATCH] ebb_cold_bss;
     static char got[SYM_BATCH][160] ebb_cold_bss;
+    if (++sym_stamp == 0)
+        sym_stamp = 1; /* 0 is a slot never stamped */
     int i = 0;
     while (i < n) {
         int m = 0; /* gather up to SYM_BATCH new frames */
@@ -1282,9 +1313,14 @@ static void sym_resolve(const uintptr_t *pcs, int n)
             memset(&mods[m], 0, sizeof mods[m]);
             mods[m].pc = pcs[i] - 1; /* a return address: the call is just before */
             module_find(&mods[m]);
-            bool seen = sym_find(mods[m].pc, mods[m].bias) != NULL;
+            hashes[m] = path_hash(&mods[m]);
+            sym_t *cached = sym_find(&mods[m], hashes[m]);
+            bool seen = cached != NULL;
+            if (cached)
+                cached->stamp = sym_stamp;
             for (int k = 0; k < m && !seen; k++)
-                seen = mods[k].pc == mods[m].pc && mods[k].bias == mods[m].bias;
+                seen = mods[k].pc == mods[m].pc && mods[k].bias == mods[m].bias &&
+                       hashes[k] == hashes[m];
             if (!seen)
                 m++;
         }
@@ -1295,8 +1331,7 @@ static void sym_resolve(const uintptr_t *pcs, int n)
             uintptr_t batch[SYM_BATCH];
             int which[SYM_BATCH], k = 0;
             for (int b = a; b < m; b++) {
-                if (!done[b] && mods[b].found == mods[a].found &&
-                    (!mods[a].found || strcmp(mods[b].path, mods[a].path) == 0)) {
+                if (!done[b] && hashes[b] == hashes[a] && mods[b].found == mods[a].found) {
                     batch[k] = mods[b].pc - mods[b].bias;
                     which[k++] = b;
                     done[b] = true;
@@ -1306,10 +1341,11 @@ static void sym_resolve(const uintptr_t *pcs, int n)
                 file_lines(mods[a].path, batch, k, got);
             for (int j = 0; j < k; j++) {
                 const module_t *mod = &mods[which[j]];
-                sym_t *e = &sym_cache[sym_next];
-                sym_next = (sym_next + 1) % SYM_SLOTS;
+                sym_t *e = sym_take_slot();
                 e->pc = mod->pc;
                 e->bias = mod->bias;
+                e->module_hash = hashes[which[j]];
+                e->stamp = sym_stamp;
                 e->named = mod->found && elf_function(mod->path, batch[j], e->name, sizeof e->name,
                                                       &e->offset);
                 if (mod->found)
@@ -1344,7 +1380,8 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         text_add(t, "(no stack trace)\n");
         return;
     }
-    sym_resolve(pcs, n); /* nothing to do after trace_symbolize */
+    if (t->fd >= 0)
+        sym_resolve(pcs, n); /* after trace_symbolize: only a stamp for each frame */
     /* Static: every caller holds debug.c's report lock, and a report must
      * fit on a thread's small stack (a thread of 32 KiB crashed reporting a
      * double free when 24 KiB of buffers were on it). */
@@ -1353,7 +1390,7 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         memset(&mod, 0, sizeof mod);
         mod.pc = pcs[i] - 1;
         module_find(&mod);
-        const sym_t *e = sym_find(mod.pc, mod.bias);
+        const sym_t *e = sym_find(&mod, path_hash(&mod));
         text_add(t, indent);
         text_add(t, "#");
         text_add_u64(t, (uint64_t)i, 0);

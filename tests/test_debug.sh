@@ -390,6 +390,36 @@ n=$(awk '/^  allocated at:/ { getline; print }' "$TMP/rep.err" | grep -c " in al
 [ "$n" -eq 15 ] || fail "every report's allocation trace should start in allocate_victim ($n of 15 do)"
 end_case
 
+# Review findings: the kept frames were found by address and load bias only,
+# so a library loaded where an unloaded one was got the first one's names
+# (report_after_library_swap.c); and a frame found in the kept ones could be
+# overwritten by a new frame of the same report before it was printed, once
+# the 512 kept frames wrapped (double_free_many_sites.c: 300 sites).
+begin_case kept_frames_stay_right_after_a_library_swap_and_a_wrap
+timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "$D/report_after_library_swap" \
+    "$BUILD/tests/libreport_plugin_a.so" "$BUILD/tests/libreport_plugin_b.so" \
+    >"$TMP/swap.out" 2>"$TMP/swap.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "library swap: expected exit 0, got $rc"; cat "$TMP/swap.out"; show "$TMP/swap.err"; }
+n=$(awk '/^plugin=/ { print $1 }' "$TMP/swap.out" | sort -u | wc -l)
+[ "$n" -eq 1 ] || fail "the second plugin should load where the first was (else this checks nothing): $(tr '\n' ' ' <"$TMP/swap.out")"
+calls=$(awk '/^  this call:/ { getline; print }' "$TMP/swap.err")
+[ "$(echo "$calls" | grep -c ' in first_plugin_double_free+.*libreport_plugin_a.so)$')" -eq 1 ] &&
+    [ "$(echo "$calls" | grep -c ' in second_plugin_double_free+.*libreport_plugin_b.so)$')" -eq 1 ] ||
+    { fail "each plugin's report should name its own function"; echo "$calls" | sed 's/^/      | /'; }
+timeout 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off "$D/double_free_many_sites" \
+    >"$TMP/sites.out" 2>"$TMP/sites.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "300 sites: expected exit 0, got $rc (124: timed out)"; show "$TMP/sites.err"; }
+n=$(grep -c '^==ebb== ERROR: double free of ' "$TMP/sites.err")
+[ "$n" -eq 300 ] || fail "expected 300 double free reports, got $n"
+own=$(grep -c '^    #.*double_free_many_sites)$' "$TMP/sites.err")
+unnamed=$(grep '^    #.*double_free_many_sites)$' "$TMP/sites.err" | grep -vc ' in ')
+[ "$own" -ge 2700 ] && [ "$unnamed" -eq 0 ] ||
+    { fail "every frame in the program should be named: $unnamed of $own are not";
+      grep '^    #.*double_free_many_sites)$' "$TMP/sites.err" | grep -v ' in ' | head -5; }
+end_case
+
 # Review finding: a huge block's mapping starts a 4 MiB unit, and the leak
 # report skipped that whole unit as ebb's. A 2.5 MiB block's mapping ends
 # short of it, and the program's own mapping in the rest of the unit

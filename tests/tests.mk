@@ -135,7 +135,8 @@ FAULT_PROGS  := $(patsubst tests/debug/%.c,$(TEST_DIR)/debug/%,$(FAULT_SRCS))
 FAULT_CFLAGS := $(TEST_CFLAGS) -O1 -Wno-free-nonheap-object -Wno-use-after-free \
                 -Wno-array-bounds -Wno-stringop-overflow -Wno-mismatched-dealloc
 test-build: $(FAULT_PROGS) $(TEST_DIR)/test_debug $(TEST_DIR)/test_unwind \
-            $(TEST_DIR)/libunwind_plugin_big.so $(TEST_DIR)/libunwind_plugin_small.so
+            $(TEST_DIR)/libunwind_plugin_big.so $(TEST_DIR)/libunwind_plugin_small.so \
+            $(TEST_DIR)/libreport_plugin_a.so $(TEST_DIR)/libreport_plugin_b.so
 
 $(TEST_DIR)/debug/%: tests/debug/%.c tests/debug/fault.h $(TEST_HDRS) $(BUILD)/libebb.so
 	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
@@ -149,6 +150,13 @@ $(TEST_DIR)/libunwind_plugin_big.so: tests/unwind_plugin.c
 
 $(TEST_DIR)/libunwind_plugin_small.so: tests/unwind_plugin.c
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) -shared -fPIC $< -o $@)
+
+# Two plugins loaded one after the other at one address (tests/debug/report_after_library_swap.c).
+$(TEST_DIR)/libreport_plugin_a.so: tests/report_plugin.c
+	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) -shared -fPIC $< -o $@)
+
+$(TEST_DIR)/libreport_plugin_b.so: tests/report_plugin.c
+	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) -shared -fPIC -DSECOND $< -o $@)
 
 # Static: trace_crosscheck is internal to the library.
 $(TEST_DIR)/test_unwind: tests/test_unwind.c $(TEST_HDRS) $(BUILD)/libebb.a

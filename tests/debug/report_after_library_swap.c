@@ -1,0 +1,40 @@
+/* Reports keep their symbolized frames for the reports that follow
+ * (src/trace.c, sym_resolve). A library unloaded and another loaded at the
+ * same address has other code there: the second library's double free was
+ * reported under the first one's function and line (review finding). Usage:
+ * report_after_library_swap FIRST.so SECOND.so, under
+ * EBB_DEBUG_ON_ERROR=continue; prints where each plugin's function was. */
+#include <dlfcn.h>
+
+#include "fault.h"
+
+static int run(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        printf("dlopen %s: %s\n", path, dlerror());
+        return 2;
+    }
+    void (*fn)(void) = (void (*)(void))dlsym(h, "plugin_double_free");
+    if (fn == NULL) {
+        printf("dlsym plugin_double_free: %s\n", dlerror());
+        return 2;
+    }
+    printf("plugin=%p %s\n", (void *)fn, path);
+    fflush(stdout);
+    fn();
+    dlclose(h);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        printf("usage: report_after_library_swap FIRST.so SECOND.so\n");
+        return 2;
+    }
+    free(allocate_victim(8)); /* links this program to ebb (the linker drops an unused library) */
+    if (run(argv[1]) != 0 || run(argv[2]) != 0)
+        return 2;
+    return survived();
+}
