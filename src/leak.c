@@ -59,6 +59,7 @@
 
 typedef struct span_s {
     uintptr_t start, end; /* the user bytes */
+    uintptr_t own_end;    /* end, or a huge block's mapping end: what lies past it is ebb's */
     uint32_t trace;       /* allocation trace */
     bool marked;          /* reachable */
     bool huge;            /* a huge block: not in the segment map past its first unit */
@@ -108,7 +109,7 @@ static struct {
 /* ---------------------------------------------------------------------------
  * 1. The live blocks
  * ------------------------------------------------------------------------- */
-static void span_add(debug_header_t *h, bool huge)
+static void span_add(debug_header_t *h, uintptr_t map_end)
 {
     if (!debug_header_intact(h))
         return;
@@ -120,18 +121,20 @@ static void span_add(debug_header_t *h, bool huge)
         return; /* allocated since the count: not in this report */
     uintptr_t start = (uintptr_t)user_of(h);
     bool inherited = debug_block_fork_depth(h) < debug_fork_depth;
-    lk.spans[lk.count++] = (span_t){start, start + h->size, h->alloc_trace, false, huge, inherited};
+    uintptr_t end = start + h->size;
+    lk.spans[lk.count++] =
+        (span_t){start, end, map_end ? map_end : end, h->alloc_trace, false, map_end != 0, inherited};
 }
 
 static void spans_of_page(page_t *page, void *arg)
 {
     (void)arg;
     if (page->kind == PAGE_LARGE) {
-        span_add((debug_header_t *)page_start(page), false);
+        span_add((debug_header_t *)page_start(page), 0);
     } else if (page->kind == PAGE_SMALL && page->block_size >= sizeof(debug_header_t)) {
         uint8_t *start = page_start(page);
         for (size_t k = 0; k < page->capacity; k++)
-            span_add((debug_header_t *)(start + k * page->block_size), false);
+            span_add((debug_header_t *)(start + k * page->block_size), 0);
     }
 }
 
@@ -143,7 +146,7 @@ static void spans_of_segment(segment_t *seg, void *arg)
 static void spans_of_huge(segment_t *seg, void *arg)
 {
     (void)arg;
-    span_add((debug_header_t *)((uint8_t *)seg + seg->block_offset), true);
+    span_add((debug_header_t *)((uint8_t *)seg + seg->block_offset), (uintptr_t)seg + seg->map_size);
 }
 
 static void cached_huge(void *start, size_t len, void *arg)
@@ -437,7 +440,8 @@ static void scan_resident_pages(uintptr_t start, uintptr_t end)
  * fills its unit. A huge mapping (live or cached) starts at its unit and ends
  * at its map size: short of the unit's end, the rest of the unit is the
  * program's to map, and a root like any; past it, the block and the tail
- * behind it, neither a root. The header is read with process_vm_readv, as
+ * behind it, neither a root (a walk that enters the mapping past its first
+ * unit skips the same: span_t.own_end). The header is read with process_vm_readv, as
  * everything here: another thread may unmap the mapping meanwhile (then the
  * whole unit is skipped, as before it was unmapped). */
 static uintptr_t ebb_unit_end(uintptr_t unit)
@@ -484,14 +488,16 @@ static void scan_root(uintptr_t start, uintptr_t end, bool shared)
         }
         if (skipped)
             continue;
-        long i = span_find(start);
-        if (i >= 0 && lk.spans[i].end > start) { /* inside a live block: skip it */
-            start = lk.spans[i].end;
+        /* Inside a live block, or behind a huge one in its mapping (a maps
+         * line may start there, when part of the mapping was split off):
+         * skip it. */
+        size_t lo = span_first_from(start + 1); /* the first block after start */
+        if (lo > 0 && lk.spans[lo - 1].own_end > start) {
+            start = lk.spans[lo - 1].own_end;
             continue;
         }
         /* Up to the next live block (one that starts at `start` has no
-         * bytes: a block of size 0, found by span_find above). */
-        size_t lo = span_first_from(start + 1);
+         * bytes unless it is huge: a block of size 0, tested above). */
         if (lo < lk.count && lk.spans[lo].start < stop)
             stop = lk.spans[lo].start;
         if (stop - start >= ROOT_SCAN_DIRECT && shared)

@@ -430,6 +430,21 @@ expect_two_reached_one_lost leak_in_huge_unit_tail "no tail mapping" allocate_re
     "the program could not map beside its huge block here"
 end_case
 
+# Review finding: past a huge block in its mapping lies what the mapping's last
+# block left there. When a maps line starts in a later unit of the mapping
+# (tests/debug/leak_behind_huge_block.c splits it with madvise), the walk read
+# that tail as a root, and a stale pointer there kept a lost block reachable.
+begin_case leak_report_skips_what_lies_behind_a_huge_block
+timeout 20 env EBB_DEBUG=1 "$D/leak_behind_huge_block" >"$TMP/behind.out" 2>"$TMP/behind.err"
+rc=$?
+if grep -q "no reuse" "$TMP/behind.out"; then
+    fail "the program could not set the case up: $(grep 'no reuse' "$TMP/behind.out")"
+fi
+[ $rc -eq 0 ] || { fail "expected exit 0 within 20 s, got status $rc"; show "$TMP/behind.err"; }
+grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 300 bytes lost in 1 block$' "$TMP/behind.err" ||
+    { fail "the block pointed to only from behind the huge block should be lost"; show "$TMP/behind.err"; }
+end_case
+
 # Review findings (tests/debug/leak_empty_aligned.c,
 # leak_exitcode_stdout_held.c): the root walk stepped to a block of size 0
 # aligned to 4 MiB forever; the flush of stdout before the exit code's _exit
