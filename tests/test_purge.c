@@ -224,6 +224,16 @@ static UNUSED long thread_count(void)
     return proc_field(buf, "\nThreads:");
 }
 
+/* Wait up to 20 s for a forked child: its exit status, 128 + the signal that
+ * killed it, or -2 if it had not finished (it is killed then). */
+static UNUSED int forked_child_status(pid_t pid)
+{
+    int status = 0;
+    if (!check_wait_child(pid, &status, 20.0))
+        return -2;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 static UNUSED double mib(long bytes)
 {
     return (double)bytes / (double)MiB;
@@ -2684,21 +2694,14 @@ static void race_scenario(int rounds, bool with_fork)
         if (r.waited_s > worst_wait)
             worst_wait = r.waited_s;
         if (child > 0) {
-            int status = 0;
-            double t0 = check_now();
-            pid_t got;
-            while ((got = waitpid(child, &status, WNOHANG)) == 0 && check_now() - t0 < 20)
-                sleep_ms(10);
-            if (got == 0) {
-                kill(child, SIGKILL);
-                waitpid(child, &status, 0);
+            int st = forked_child_status(child);
+            if (st == -2) {
                 CHECK(0, "round %d: the fork child did not finish within 20 s (deadlock?)", round);
                 failed_children++;
-            } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            } else if (st != 0) {
                 failed_children++;
                 CHECK(0, "round %d: the fork child failed (%s %d)", round,
-                      WIFEXITED(status) ? "exit status" : "signal",
-                      WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+                      st >= 128 ? "signal" : "exit status", st >= 128 ? st - 128 : st);
             }
         }
     }
@@ -2814,6 +2817,15 @@ static double wait_until_scavenger_quiet(void)
     return check_now() - t0;
 }
 
+/* No scavenger in this process yet, and no thread but the caller. */
+static void expect_no_scavenger_yet(const char *when)
+{
+    int state = purge_thread_state();
+    long threads = thread_count();
+    CHECK(state == STATE_NONE, "%s, no purge thread should exist (state 0); state %d", when, state);
+    CHECK(threads == 1, "%s, the process should have 1 thread; it has %ld", when, threads);
+}
+
 /* ---------------------------------------------------------------------------
  * 4. DESIGN ("the background thread sleeps when nothing is pending: no periodic
  * wake-ups in an idle process"; "lazily started"). In a fresh process: no
@@ -2822,12 +2834,7 @@ static double wait_until_scavenger_quiet(void)
  * ------------------------------------------------------------------------- */
 static void child_idle_process_gets_no_wakeups(void)
 {
-    int s0 = purge_thread_state();
-    long threads0 = thread_count();
-    CHECK(s0 == STATE_NONE, "before anything was freed, no purge thread should exist (state 0); "
-          "state was %d", s0);
-    CHECK(threads0 == 1, "before anything was freed the process should have 1 thread; it has %ld",
-          threads0);
+    expect_no_scavenger_yet("before anything was freed");
     static void *blocks[2000 + 64];
     long base = rss_settled();
     for (int i = 0; i < 2000; i++) {
@@ -2884,21 +2891,6 @@ static void idle_process_gets_no_wakeups_and_thread_starts_lazily(void)
  * while resident memory waits for a pass gets its thread at once: it may
  * never call the allocator again, and must not keep what the parent freed.
  * ------------------------------------------------------------------------- */
-static int forked_child_status(pid_t pid)
-{
-    int status = 0;
-    double t0 = check_now();
-    pid_t got;
-    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && check_now() - t0 < 20)
-        sleep_ms(10);
-    if (got == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        return -2;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 static void grandchild_exit(void)
 {
     fflush(stdout);
@@ -2909,12 +2901,7 @@ static void grandchild_exit(void)
 /* Nothing pending in the parent: no thread until the child's own work. */
 static void grandchild_starts_no_thread_until_it_has_work(void)
 {
-    int s0 = purge_thread_state();
-    long threads0 = thread_count();
-    CHECK(s0 == STATE_NONE, "a child forked with nothing pending should have no scavenger yet "
-          "(state 0); state %d", s0);
-    CHECK(threads0 == 1, "a child forked with nothing pending should have 1 thread; it has %ld",
-          threads0);
+    expect_no_scavenger_yet("in a child forked with nothing pending");
     long base = rss_now();
     void *p = malloc(8 * MiB);
     REQUIRE(p != NULL, "malloc(8 MiB) returned NULL in the child");
