@@ -1245,10 +1245,11 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
  * (EBB_DEBUG_ON_ERROR=continue: 20 reports of one double free took 5.7 s),
  * in the three traces of one report (this call, allocated, freed), and in
  * the groups of a leak report. A frame is found again by its address, its
- * module's load bias and a hash of the module's path: a library unloaded and
- * another loaded at the same place has the same bias but, as a rule, another
- * path (the loader's unload count, which the tables above use, cannot be read
- * here: a forked child must not take the loader's lock, step 4). Under the
+ * module's load bias and a hash of the module's path and file identity
+ * (device, inode, modification time): a library unloaded and another loaded
+ * at the same place has the same bias, but another file (the loader's unload
+ * count, which the tables above use, cannot be read here: a forked child
+ * must not take the loader's lock, step 4). Under the
  * report lock, as all of the symbolizer (trace_print's callers hold it).
  *
  * The oldest entry goes first, except one that the current sym_resolve call
@@ -1268,11 +1269,20 @@ static sym_t sym_cache[SYM_SLOTS] ebb_cold_bss;
 static unsigned sym_next; /* the slot to fill next: the oldest goes first */
 static uint32_t sym_stamp;
 
+/* The module's path, and its file's identity: a library rebuilt and loaded
+ * again from the same path is another module. */
 static uint64_t path_hash(const module_t *m)
 {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
     for (const char *c = m->found ? m->path : ""; *c; c++)
         h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    struct stat st;
+    if (m->found && stat(m->path, &st) == 0) {
+        uint64_t id[4] = {(uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_mtim.tv_sec,
+                          (uint64_t)st.st_mtim.tv_nsec};
+        for (int i = 0; i < 4; i++)
+            h = (h ^ id[i]) * 0x100000001b3ull;
+    }
     return h;
 }
 

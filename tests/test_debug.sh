@@ -407,6 +407,18 @@ calls=$(awk '/^  this call:/ { getline; print }' "$TMP/swap.err")
 [ "$(echo "$calls" | grep -c ' in first_plugin_double_free+.*libreport_plugin_a.so)$')" -eq 1 ] &&
     [ "$(echo "$calls" | grep -c ' in second_plugin_double_free+.*libreport_plugin_b.so)$')" -eq 1 ] ||
     { fail "each plugin's report should name its own function"; echo "$calls" | sed 's/^/      | /'; }
+# The same, the second build replacing the first's file (a rebuild) and
+# loaded from the first's path.
+cp "$BUILD/tests/libreport_plugin_a.so" "$TMP/libplug.so"
+cp "$BUILD/tests/libreport_plugin_b.so" "$TMP/libplug_next.so"
+timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "$D/report_after_library_swap" \
+    "$TMP/libplug.so" "$TMP/libplug_next.so" --same-path >"$TMP/same.out" 2>"$TMP/same.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "same path: expected exit 0, got $rc"; cat "$TMP/same.out"; show "$TMP/same.err"; }
+calls=$(awk '/^  this call:/ { getline; print }' "$TMP/same.err")
+[ "$(echo "$calls" | grep -c ' in first_plugin_double_free+')" -eq 1 ] &&
+    [ "$(echo "$calls" | grep -c ' in second_plugin_double_free+')" -eq 1 ] ||
+    { fail "a rebuilt plugin loaded from the same path should be named anew"; echo "$calls" | sed 's/^/      | /'; }
 timeout 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off "$D/double_free_many_sites" \
     >"$TMP/sites.out" 2>"$TMP/sites.err"
 rc=$?

@@ -1,9 +1,11 @@
 /* Reports keep their symbolized frames for the reports that follow
  * (src/trace.c, sym_resolve). A library unloaded and another loaded at the
  * same address has other code there: the second library's double free was
- * reported under the first one's function and line (review finding). Usage:
- * report_after_library_swap FIRST.so SECOND.so, under
+ * reported under the first one's function and line (review finding), and so
+ * was a rebuilt library loaded again from the same path. Usage:
+ * report_after_library_swap FIRST.so SECOND.so [--same-path], under
  * EBB_DEBUG_ON_ERROR=continue; prints where each plugin's function was. */
+#include <stdbool.h>
 #include <dlfcn.h>
 
 #include "fault.h"
@@ -29,12 +31,21 @@ static int run(const char *path)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        printf("usage: report_after_library_swap FIRST.so SECOND.so\n");
+    bool same_path = argc == 4 && strcmp(argv[3], "--same-path") == 0;
+    if (argc != 3 && !same_path) {
+        printf("usage: report_after_library_swap FIRST.so SECOND.so [--same-path]\n");
         return 2;
     }
     free(allocate_victim(8)); /* links this program to ebb (the linker drops an unused library) */
-    if (run(argv[1]) != 0 || run(argv[2]) != 0)
+    if (run(argv[1]) != 0)
+        return 2;
+    /* --same-path: the second build replaces the first's file, as a rebuild
+     * does, and is loaded from the first's path. */
+    if (same_path && rename(argv[2], argv[1]) != 0) {
+        printf("rename %s onto %s failed\n", argv[2], argv[1]);
+        return 2;
+    }
+    if (run(same_path ? argv[1] : argv[2]) != 0)
         return 2;
     return survived();
 }
