@@ -531,7 +531,7 @@ void purge_fork_child_restart(void)
      * re-check waits for): the child inherits the 0 with work pending. Set
      * it again for whatever runs the child's passes. */
     if (state == THREAD_DISABLED) {
-        if (resident || purge_pending())
+        if (purge_delay_ms() >= 0 && purge_pending()) /* -1: no pass but malloc_trim's */
             atomic_store(&purge_work, 1);
         return;
     }

@@ -2977,7 +2977,9 @@ static void child_forked_child_starts_its_scavenger_lazily(void)
 
 /* Review findings: with EBB_PURGE_DELAY=-1 (no purge but malloc_trim) the
  * child started a thread for the parent's freed run, which nothing could
- * ever wake; with EBB_STATS_INTERVAL the child got no thread, so no samples. */
+ * ever wake, or with EBB_BACKGROUND=0 ran passes at its allocator calls that
+ * the parent never runs; with EBB_STATS_INTERVAL the child got no thread, so
+ * no samples. */
 static void child_forked_child_thread_follows_the_options(void)
 {
     bool never = opt_purge_delay_ms() < 0;
@@ -2994,7 +2996,16 @@ static void child_forked_child_thread_follows_the_options(void)
     REQUIRE(pid >= 0, "fork failed: %s", strerror(errno));
     if (pid == 0) {
         int state = purge_thread_state();
-        if (never)
+        if (never && state == STATE_DISABLED) {
+            /* EBB_BACKGROUND=0 as well: no inline pass either, as in the parent. */
+            unsigned long p0 = purge_pass_count();
+            for (int i = 0; i < 100; i++) {
+                free(malloc(100 + (size_t)i));
+                sleep_ms(2);
+            }
+            CHECK(purge_pass_count() == p0, "EBB_PURGE_DELAY=-1, EBB_BACKGROUND=0: the child ran %lu "
+                  "passes at its allocator calls; its parent runs none", purge_pass_count() - p0);
+        } else if (never)
             CHECK(state == STATE_NONE && thread_count() == 1, "EBB_PURGE_DELAY=-1: the child should "
                   "start no thread nothing can wake; state %d, %ld threads", state, thread_count());
         else
@@ -3013,7 +3024,9 @@ static void forked_child_thread_follows_the_options(void)
 {
     static const char *const never[] = {"EBB_PURGE_DELAY=-1", NULL};
     static const char *const samples[] = {"EBB_STATS_INTERVAL=10000", NULL};
+    static const char *const never_inline[] = {"EBB_PURGE_DELAY=-1", "EBB_BACKGROUND=0", NULL};
     expect_child_passes("child_forked_child_thread_follows_the_options", never, 60);
+    expect_child_passes("child_forked_child_thread_follows_the_options", never_inline, 60);
     expect_child_passes("child_forked_child_thread_follows_the_options", samples, 60);
 }
 
