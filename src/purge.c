@@ -71,7 +71,8 @@
  * starts the thread), and passes run inline from purge_poll when one is due. It blocks every signal and is detached: it
  * never keeps the process alive. In a forked child it does not exist; the
  * child starts one like any process, or at once if it inherited resident
- * memory waiting for a pass (purge_fork_child_restart). With
+ * memory waiting for a pass or EBB_STATS_INTERVAL asks for samples
+ * (purge_fork_child_restart). With
  * EBB_BACKGROUND=0, or if the thread cannot be created, passes run inline from
  * purge_poll when one is due (purges then happen only during allocator calls).
  */
