@@ -1779,15 +1779,14 @@ EBB_API size_t ebb_debug_verify(void)
  * release-mode fork on this machine, and 60 KiB made resident by the
  * first). */
 static bool report_fork_skip; /* between debug_fork_lock and debug_fork_unlock */
-static bool shards_fork_locked; /* likewise */
-
 void debug_fork_lock(void)
 {
-    shards_fork_locked = debug_enabled;
-    for (unsigned k = 0; k < QUARANTINE_SHARDS && shards_fork_locked; k++)
-        lock_acquire(&shards[k].lock);
-    for (unsigned k = 0; k < QUARANTINE_SHARDS && shards_fork_locked; k++)
-        lock_acquire(&reuse_shards[k].lock);
+    if (debug_enabled) { /* set before the fork handlers exist, never changed */
+        for (unsigned k = 0; k < QUARANTINE_SHARDS; k++)
+            lock_acquire(&shards[k].lock);
+        for (unsigned k = 0; k < QUARANTINE_SHARDS; k++)
+            lock_acquire(&reuse_shards[k].lock);
+    }
     lock_acquire(&context_lock);
     /* A handler that forks in the middle of its thread's report: the lock
      * is ours already, and stays so in both processes. */
@@ -1811,8 +1810,10 @@ void debug_fork_unlock(void)
     if (!report_fork_skip)
         lock_release(&report_lock);
     lock_release(&context_lock);
-    for (unsigned k = QUARANTINE_SHARDS; shards_fork_locked && k-- > 0;)
-        lock_release(&reuse_shards[k].lock);
-    for (unsigned k = QUARANTINE_SHARDS; shards_fork_locked && k-- > 0;)
-        lock_release(&shards[k].lock);
+    if (debug_enabled) {
+        for (unsigned k = QUARANTINE_SHARDS; k-- > 0;)
+            lock_release(&reuse_shards[k].lock);
+        for (unsigned k = QUARANTINE_SHARDS; k-- > 0;)
+            lock_release(&shards[k].lock);
+    }
 }

@@ -620,6 +620,14 @@ typedef struct group_s {
     uint64_t count, bytes;
 } group_t;
 
+static void add_count(text_t *t, uint64_t bytes, uint64_t blocks)
+{
+    text_add_u64(t, bytes, 0);
+    text_add(t, bytes == 1 ? " byte in " : " bytes in ");
+    text_add_u64(t, blocks, 0);
+    text_add(t, blocks == 1 ? " block" : " blocks");
+}
+
 static void print_groups(text_t *t, group_t *g, size_t n, bool marked, bool inherited)
 {
     /* Largest first: n is small next to the blocks; selection sort in place. */
@@ -646,22 +654,11 @@ static void print_groups(text_t *t, group_t *g, size_t n, bool marked, bool inhe
             trace_symbolize(ahead, k);
         }
         text_add(t, "==ebb== ");
-        text_add_u64(t, g[i].bytes, 0);
-        text_add(t, g[i].bytes == 1 ? " byte in " : " bytes in ");
-        text_add_u64(t, g[i].count, 0);
-        text_add(t, g[i].count == 1 ? " block " : " blocks ");
-        text_add(t, marked ? "still reachable" : inherited ? "lost, inherited through fork()" : "lost");
+        add_count(t, g[i].bytes, g[i].count);
+        text_add(t, marked ? " still reachable" : inherited ? " lost, inherited through fork()" : " lost");
         text_add(t, ", allocated at:\n");
         trace_print(t, g[i].trace, "    ");
     }
-}
-
-static void add_count(text_t *t, uint64_t bytes, uint64_t blocks)
-{
-    text_add_u64(t, bytes, 0);
-    text_add(t, bytes == 1 ? " byte in " : " bytes in ");
-    text_add_u64(t, blocks, 0);
-    text_add(t, blocks == 1 ? " block" : " blocks");
 }
 
 void leak_report_at_exit(void)

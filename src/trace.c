@@ -1249,8 +1249,8 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
  * (device, inode, modification time): a library unloaded and another loaded
  * at the same place has the same bias, but another file (the loader's unload
  * count, which the tables above use, cannot be read here: a forked child
- * must not take the loader's lock, step 4). Under the
- * report lock, as all of the symbolizer (trace_print's callers hold it).
+ * must not take the loader's lock, step 4). Under the report lock, as all of
+ * the symbolizer (trace_print's callers hold it).
  *
  * The oldest entry goes first, except one that the current sym_resolve call
  * has found or filled (its stamp): those are about to be printed. */
@@ -1258,7 +1258,7 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
 typedef struct sym_s {
     uintptr_t pc; /* 0: empty */
     uintptr_t bias;
-    uint64_t module_hash; /* of the module's path */
+    uint64_t module_hash; /* module_hash(): the module's path and file */
     uint32_t stamp;       /* the sym_resolve call that last found or filled it */
     uintptr_t offset;     /* into the function */
     bool named;           /* name is valid */
@@ -1271,7 +1271,7 @@ static uint32_t sym_stamp;
 
 /* The module's path, and its file's identity: a library rebuilt and loaded
  * again from the same path is another module. */
-static uint64_t path_hash(const module_t *m)
+static uint64_t module_hash(const module_t *m)
 {
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
     for (const char *c = m->found ? m->path : ""; *c; c++)
@@ -1323,7 +1323,7 @@ static void sym_resolve(const uintptr_t *pcs, int n)
             memset(&mods[m], 0, sizeof mods[m]);
             mods[m].pc = pcs[i] - 1; /* a return address: the call is just before */
             module_find(&mods[m]);
-            hashes[m] = path_hash(&mods[m]);
+            hashes[m] = module_hash(&mods[m]);
             sym_t *cached = sym_find(&mods[m], hashes[m]);
             bool seen = cached != NULL;
             if (cached)
@@ -1400,7 +1400,7 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         memset(&mod, 0, sizeof mod);
         mod.pc = pcs[i] - 1;
         module_find(&mod);
-        const sym_t *e = sym_find(&mod, path_hash(&mod));
+        const sym_t *e = sym_find(&mod, module_hash(&mod));
         text_add(t, indent);
         text_add(t, "#");
         text_add_u64(t, (uint64_t)i, 0);
