@@ -593,6 +593,9 @@ void os_init(void);
  * bytes into the mapping: (start + align_offset) % align == 0. NULL on failure.
  * Memory is zero. */
 void *os_map_aligned(size_t size, size_t align, size_t align_offset);
+/* The same, leaving (best effort) `room` bytes of address space free right
+ * after the mapping, so that it can later grow in place. */
+void *os_map_aligned_room(size_t size, size_t room, size_t align, size_t align_offset);
 void os_unmap(void *p, size_t size);
 /* Grow or shrink a mapping in place; false if it cannot be done in place. */
 bool os_remap_inplace(void *p, size_t old_size, size_t new_size);

@@ -14,7 +14,10 @@
  * in place when the address space after it is free (mremap, else fresh pages
  * mapped right after it), else moved with mremap to the start of a new
  * mapping aligned the same way: the kernel moves page tables, no byte is
- * copied.
+ * copied. A new mapping is placed with as much free address space again
+ * after it (huge_room), so that growing in place is the usual case: on some
+ * virtual machines the first write to each page mremap moved costs about
+ * half a page fault (docs/memory-return.md).
  *
  * The huge cache. A loop of malloc/free of a few MiB must not become an
  * mmap/munmap storm, so a freed mapping waits in a small cache (at most
@@ -404,6 +407,18 @@ static bool spares_release(void)
     return any;
 }
 
+/* How much address space to leave free after a new mapping of `total`
+ * bytes: as much again (at most half the cache's bound), up to a segment
+ * boundary. A cached mapping taken for a bigger block then grows where it is,
+ * its resident pages staying at their addresses; moving them to a new mapping
+ * instead costs a page fault's worth of time per page on some virtual
+ * machines (the first write after mremap, docs/memory-return.md). */
+static size_t huge_room(size_t total)
+{
+    size_t more = total < HUGE_CACHE_MAX_BYTES / 2 ? total : HUGE_CACHE_MAX_BYTES / 2;
+    return round_up(total + more, SEGMENT_SIZE) - total;
+}
+
 /* Grow the mapping at seg from `from` to `to` bytes where it is: false if the
  * address space after it is taken. mremap grows one kernel mapping; one of
  * several gets fresh pages mapped after it, a VMA of their own. */
@@ -435,7 +450,7 @@ static segment_t *huge_grow_moved(segment_t *seg, size_t from, size_t to)
         return NULL;
     size_t offset, map_align, align_offset;
     huge_layout(seg->alignment, &offset, &map_align, &align_offset);
-    segment_t *target = os_map_aligned(to, map_align, align_offset);
+    segment_t *target = os_map_aligned_room(to, huge_room(to), map_align, align_offset);
     if (target == NULL)
         return NULL;
     if (option_get(OPT_HUGE_PAGES))
@@ -541,7 +556,7 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
     }
     *zero = true;
     purge_want_thread();
-    seg = os_map_aligned(total, map_align, align_offset);
+    seg = os_map_aligned_room(total, huge_room(total), map_align, align_offset);
     if (seg == NULL) {
         bool released = segment_cache_release();
         released |= spares_release();

@@ -259,28 +259,29 @@ static void *os_mmap_raw(size_t size)
     return p == MAP_FAILED ? NULL : p;
 }
 
-/* Map size bytes with (start + align_offset) % align == 0: try the plain mapping
- * first (Linux places consecutive mappings next to each other, so after the
- * first aligned segment most land aligned), else over-map and trim both ends. */
-static void *os_map_aligned_raw(size_t size, size_t align, size_t align_offset)
+/* The plain way: a mapping of exactly size bytes is aligned often enough
+ * when size is a multiple of the alignment (Linux places consecutive mappings
+ * next to each other), so try that first when no room is asked for; else
+ * over-map and trim both ends, keeping `room` bytes after the mapping free. */
+static void *os_map_aligned_plain(size_t size, size_t room, size_t align, size_t align_offset)
 {
-    if (os_request_fails())
+    if (room == 0) {
+        void *p = os_mmap_raw(size);
+        if (p == NULL)
+            return NULL;
+        if ((((uintptr_t)p + align_offset) & (align - 1)) == 0)
+            return p;
+        munmap(p, size);
+    }
+    if (size + room + align < size)
         return NULL;
-    void *p = os_mmap_raw(size);
-    if (p == NULL)
-        return NULL;
-    if ((((uintptr_t)p + align_offset) & (align - 1)) == 0)
-        return p;
-    munmap(p, size);
-    if (size + align < size)
-        return NULL;
-    uint8_t *raw = os_mmap_raw(size + align);
+    uint8_t *raw = os_mmap_raw(size + room + align);
     if (raw == NULL)
         return NULL;
     uintptr_t want = ((uintptr_t)raw + align_offset + align - 1) & ~(uintptr_t)(align - 1);
     uint8_t *start = (uint8_t *)(want - align_offset);
     size_t head = (size_t)(start - raw);
-    size_t tail = align - head;
+    size_t tail = room + align - head;
     if (head)
         munmap(raw, head);
     if (tail)
@@ -288,12 +289,59 @@ static void *os_map_aligned_raw(size_t size, size_t align, size_t align_offset)
     return start;
 }
 
-void *os_map_aligned(size_t size, size_t align, size_t align_offset)
+static bool map_fixed_noreplace(void *at, size_t size);
+
+/* Where the last aligned mapping began (0: none yet). Linux places mappings
+ * top-down, so the next aligned one is first asked for just below it (and
+ * below its room), with MAP_FIXED_NOREPLACE: one syscall, where a plain
+ * mapping of a size that is not a multiple of the alignment almost never
+ * lands aligned and costs four more to over-map and trim. Threads racing for
+ * the same hint are harmless: the loser's request fails on the winner's
+ * mapping (EEXIST) and takes the plain path, which sets the hint again from
+ * where the kernel put it, and so does any request whose hinted range is in
+ * use. The room is not checked: the hint is the lowest mapping made here, so
+ * the room lies between two of them, and if something else was mapped there
+ * the mapping just cannot grow in place. */
+static _Atomic uintptr_t map_hint;
+
+static void *map_at_hint(size_t size, size_t room, size_t align, size_t align_offset)
 {
-    void *p = os_map_aligned_raw(size, align, align_offset);
+    uintptr_t hint = atomic_load_explicit(&map_hint, memory_order_relaxed);
+    if (hint < size + room + align + align_offset + ((uintptr_t)1 << 32))
+        return NULL; /* none yet, or too near the bottom of the address space */
+    uintptr_t at = ((hint - size - room + align_offset) & ~(uintptr_t)(align - 1)) - align_offset;
+    if (!map_fixed_noreplace((void *)at, size))
+        return NULL;
+    return (void *)at;
+}
+
+static void *os_map_aligned_raw(size_t size, size_t room, size_t align, size_t align_offset)
+{
+    if (os_request_fails())
+        return NULL;
+    if (align <= os_info.page_size && room == 0)
+        return os_mmap_raw(size); /* any mapping is aligned: no hint needed */
+    int saved = errno;
+    void *p = map_at_hint(size, room, align, align_offset);
+    errno = saved;
+    if (p == NULL)
+        p = os_map_aligned_plain(size, room, align, align_offset);
+    if (p)
+        atomic_store_explicit(&map_hint, (uintptr_t)p, memory_order_relaxed);
+    return p;
+}
+
+void *os_map_aligned_room(size_t size, size_t room, size_t align, size_t align_offset)
+{
+    void *p = os_map_aligned_raw(size, room, align, align_offset);
     if (p)
         atomic_fetch_add_explicit(&mapped_bytes, size, memory_order_relaxed);
     return p;
+}
+
+void *os_map_aligned(size_t size, size_t align, size_t align_offset)
+{
+    return os_map_aligned_room(size, 0, align, align_offset);
 }
 
 void os_unmap(void *p, size_t size)

@@ -1713,6 +1713,45 @@ static void a_huge_block_holds_at_most_1_5x_its_size(void)
     expect_child_passes("child_a_huge_block_holds_at_most_1_5x_its_size", env, 30);
 }
 
+/* A new huge mapping leaves address space free after it (large.c,
+ * huge_room), so that a cached mapping taken for a bigger block, and a live
+ * block that realloc grows, grow where they are: their resident pages keep
+ * their addresses instead of being moved to a new mapping (on some virtual
+ * machines the first write to each moved page costs as much as a fault). */
+static void child_a_cached_huge_mapping_grows_where_it_is(void)
+{
+    unsigned char *a = malloc(3 * MiB);
+    REQUIRE(a != NULL, "malloc(3 MiB) failed");
+    touch(a, 3 * MiB, 1);
+    free(a); /* cached, resident: EBB_PURGE_DELAY=-1 */
+    long before = rss_now();
+    unsigned char *b = malloc(5 * MiB);
+    REQUIRE(b != NULL, "malloc(5 MiB) failed");
+    touch(b, 5 * MiB, 2);
+    long grew = rss_now() - before;
+    printf("    info: 5 MiB after a 3 MiB block was freed: %p (was %p), RSS %+ld KiB\n", (void *)b,
+           (void *)a, grew / 1024);
+    CHECK(b == a, "the cached 3 MiB mapping should grow where it is for a 5 MiB block: got %p, "
+                  "the cached block was %p", (void *)b, (void *)a);
+    CHECK(grew <= (long)(2 * MiB + 512 * KiB),
+          "growing the cached mapping should fault in only the 2 MiB it lacked: RSS %+ld KiB",
+          grew / 1024);
+    unsigned char *c = realloc(b, 7 * MiB);
+    REQUIRE(c != NULL, "realloc(7 MiB) failed");
+    CHECK(c == b, "realloc to 7 MiB should grow the block where it is: %p became %p", (void *)b,
+          (void *)c);
+    size_t bad = first_not(c, 5 * MiB, 2);
+    CHECK(bad == 5 * MiB, "realloc should keep the block's bytes: byte %zu of %zu changed", bad,
+          (size_t)(5 * MiB));
+    free(c);
+}
+
+static void a_cached_huge_mapping_grows_where_it_is(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_a_cached_huge_mapping_grows_where_it_is", env, 30);
+}
+
 /* The smaps entry of the mapping that holds p: its range, whether its
  * VmFlags carry "hg" (MADV_HUGEPAGE), and its AnonHugePages in KiB. False if
  * no mapping holds p. */
@@ -3714,6 +3753,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_purge_delay_never_keeps_memory_until_malloc_trim),
     CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
     CHILD_CASE(child_a_huge_block_holds_at_most_1_5x_its_size),
+    CHILD_CASE(child_a_cached_huge_mapping_grows_where_it_is),
     CHILD_CASE(child_huge_spares_serve_realloc_and_keep_contents),
     CHILD_CASE(child_huge_spares_stay_within_the_cache_bound),
     CHILD_CASE(child_huge_blocks_survive_an_old_kernels_mremap),
@@ -3802,6 +3842,7 @@ int main(int argc, char **argv)
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
     RUN_CASE(a_huge_block_holds_at_most_1_5x_its_size);
+    RUN_CASE(a_cached_huge_mapping_grows_where_it_is);
     RUN_CASE(huge_spares_serve_realloc_and_keep_contents);
     RUN_CASE(huge_spares_stay_within_the_cache_bound);
     RUN_CASE(huge_blocks_survive_an_old_kernels_mremap);
