@@ -592,6 +592,15 @@ void huge_free(segment_t *seg)
         os_unmap(seg, size);
         return;
     }
+    /* Its cut tail, if no other block has taken it meanwhile, joins it
+     * again: the whole mapping can then serve the next bigger block with
+     * pages where they are, instead of the tail's pages being moved into
+     * some other mapping (the first write to a moved page is not free, see
+     * huge_room) while this one faults fresh pages in to grow. */
+    if (spares_enabled()) {
+        seg->map_size += spare_take_adjacent(seg, SIZE_MAX, 1);
+        size = seg->map_size;
+    }
     seg->huge_freed_at_ms = os_now_ms();
     seg->huge_purged = false;
     seg->huge_zero = false;

@@ -1752,6 +1752,46 @@ static void a_cached_huge_mapping_grows_where_it_is(void)
     expect_child_passes("child_a_cached_huge_mapping_grows_where_it_is", env, 30);
 }
 
+/* A cut tail joins its mapping again when the block is freed (large.c,
+ * huge_free): a mapping's own resident pages then serve its next bigger
+ * block where they are, rather than being moved into whichever new mapping
+ * comes first. The new mapping here is an 8 MiB-aligned block, a layout no
+ * cached mapping has. */
+static void child_a_freed_huge_block_takes_its_cut_tail_back(void)
+{
+    unsigned char *a = malloc(6 * MiB);
+    REQUIRE(a != NULL, "malloc(6 MiB) failed");
+    touch(a, 6 * MiB, 1);
+    free(a);
+    unsigned char *c = malloc(3 * MiB + 512 * KiB); /* cuts the 6 MiB mapping */
+    REQUIRE(c == a, "a 3.5 MiB block should take the cached 6 MiB mapping: %p, cached %p",
+            (void *)c, (void *)a);
+    free(c);
+    unsigned char *q = aligned_alloc(8 * MiB, 2 * MiB + 512 * KiB);
+    REQUIRE(q != NULL, "aligned_alloc(8 MiB, 2.5 MiB) failed");
+    touch(q, 2 * MiB + 512 * KiB, 2);
+    long before = rss_now();
+    unsigned char *r = malloc(6 * MiB - 64 * KiB);
+    REQUIRE(r != NULL, "malloc(6 MiB - 64 KiB) failed");
+    touch(r, 6 * MiB - 64 * KiB, 3);
+    long grew = rss_now() - before;
+    printf("    info: a 6 MiB block after the 3.5 MiB one was freed: %p (mapping %p), RSS %+ld KiB\n",
+           (void *)r, (void *)a, grew / 1024);
+    CHECK(r == a && grew <= (long)(512 * KiB),
+          "the freed 3.5 MiB block's mapping should have its 2.5 MiB tail back and serve a 6 MiB "
+          "block with its own pages: got %p (mapping %p), RSS %+ld KiB",
+          (void *)r, (void *)a, grew / 1024);
+    free(q);
+    free(r);
+}
+
+static void a_freed_huge_block_takes_its_cut_tail_back(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_a_freed_huge_block_takes_its_cut_tail_back", env, 30);
+}
+
+
 /* The smaps entry of the mapping that holds p: its range, whether its
  * VmFlags carry "hg" (MADV_HUGEPAGE), and its AnonHugePages in KiB. False if
  * no mapping holds p. */
@@ -3754,6 +3794,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
     CHILD_CASE(child_a_huge_block_holds_at_most_1_5x_its_size),
     CHILD_CASE(child_a_cached_huge_mapping_grows_where_it_is),
+    CHILD_CASE(child_a_freed_huge_block_takes_its_cut_tail_back),
     CHILD_CASE(child_huge_spares_serve_realloc_and_keep_contents),
     CHILD_CASE(child_huge_spares_stay_within_the_cache_bound),
     CHILD_CASE(child_huge_blocks_survive_an_old_kernels_mremap),
@@ -3843,6 +3884,7 @@ int main(int argc, char **argv)
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
     RUN_CASE(a_huge_block_holds_at_most_1_5x_its_size);
     RUN_CASE(a_cached_huge_mapping_grows_where_it_is);
+    RUN_CASE(a_freed_huge_block_takes_its_cut_tail_back);
     RUN_CASE(huge_spares_serve_realloc_and_keep_contents);
     RUN_CASE(huge_spares_stay_within_the_cache_bound);
     RUN_CASE(huge_blocks_survive_an_old_kernels_mremap);
