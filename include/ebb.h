@@ -167,10 +167,7 @@ struct ebb_stats {
     uint64_t segments;           /* mapped, cached and abandoned ones too (exact) */
     uint64_t segments_cached;    /* entirely free, kept for reuse (exact) */
     uint64_t segments_abandoned; /* left by exited threads, not reclaimed (exact) */
-    uint64_t heaps_alive;        /* threads with a heap (exact; in a forked
-                                    child, the parent's other threads' heaps
-                                    count too until the scavenger hands them
-                                    back, a purge delay after the fork) */
+    uint64_t heaps_alive;        /* threads with a heap (exact) */
     uint64_t heaps_pooled;       /* heap slots ready for new threads (exited
                                     threads' heaps and never used ones) */
     /* Activity since the process started (each exact). */

@@ -596,19 +596,10 @@ bool heap_scavenge_pending(void)
  * processes, in the one order every other path nests them in: the purge pass,
  * the heap pool, the heaps, segment.c's locks, the purge list, the huge
  * cache, debug mode's leaf locks. In the child only the forking thread
- * survives. The other threads' heaps (debug heaps too) are left as the heaps
- * of threads that died without handing them back (above): their owner is
- * made this process's, where its thread does not exist, so that
- *   - a new thread that gets a dead thread's id (glibc gives the child's new
- *     threads the dead threads' stacks) hands that heap back first (step 1)
- *     or at its first free into it (step 3), and
- *   - the scavenger hands the rest back at its first pass after the purge
- *     delay (step 2; retained_pending makes the pass look).
- * Abandoning them here instead wrote every one of their segment headers, a
- * copy-on-write fault each, before a child that execs at once could run a
- * line. A heap whose thread was inside a fast path when the fork came
- * (`busy` set in its TLS, which nothing in the child will clear) is still
- * abandoned here: the scavenger could never quiesce it.
+ * survives: the other threads' heaps (debug heaps too) are abandoned so their
+ * memory can be reclaimed, and
+ * so a new thread that happens to get a dead thread's id cannot mistake that
+ * thread's segments for its own.
  * ------------------------------------------------------------------------- */
 static void fork_prepare(void)
 {
@@ -647,12 +638,6 @@ static void fork_child(void)
         lock_release(&h->lock);
     for (heap_t *h = heap_all; h; h = h->all_next) {
         if (h->in_use && h != tls.heap && h != tls_debug_heap) {
-            uint8_t busy = 1;
-            if (h->busy != NULL && h->owner_tid != 0 && os_peek_byte(h->busy, &busy) == 1 && busy == 0) {
-                h->owner_pid = os_getpid(); /* its owner_tid is not in this process */
-                atomic_store(&h->retained_pending, 1);
-                continue;
-            }
             segment_abandon_all(h);
             heap_reset(h, 0);
             heap_pool_put_locked(h);

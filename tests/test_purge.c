@@ -58,7 +58,6 @@
 #include <stddef.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -3116,109 +3115,6 @@ static void forked_child_starts_its_scavenger_lazily(void)
     expect_child_passes("child_forked_child_starts_its_scavenger_lazily", env, 60);
 }
 
-/* A forked child of a threaded parent leaves the other threads' heaps for
- * later (heap.c, fork): abandoning them in the fork handler wrote every one
- * of their segment headers, a copy-on-write fault each, before the child ran
- * a line (a child that execs at once paid it all). The scavenger hands them
- * back a purge delay later, and a new thread of the child that gets a dead
- * thread's stack takes over nothing of its heap. */
-#define HOLDERS 3
-#define HOLDER_BLOCKS 25000 /* of 4000 bytes: about 24 segments a thread */
-static pthread_barrier_t holders_ready, holders_go;
-
-static void *holder_main(void *arg)
-{
-    (void)arg;
-    void **v = malloc(HOLDER_BLOCKS * sizeof *v);
-    for (int i = 0; v && i < HOLDER_BLOCKS; i++) {
-        v[i] = malloc(4000);
-        if (v[i])
-            memset(v[i], 1, 64);
-    }
-    pthread_barrier_wait(&holders_ready);
-    pthread_barrier_wait(&holders_go);
-    for (int i = 0; v && i < HOLDER_BLOCKS; i++)
-        free(v[i]);
-    free(v);
-    return NULL;
-}
-
-static void *child_thread_churns(void *arg)
-{
-    (void)arg;
-    static void *keep[2000];
-    for (int i = 0; i < 2000; i++) {
-        keep[i] = malloc(16 + (size_t)(i % 500) * 8);
-        if (keep[i])
-            memset(keep[i], 7, 16);
-    }
-    for (int i = 0; i < 2000; i++)
-        free(keep[i]);
-    return NULL;
-}
-
-static void grandchild_leaves_the_heaps_for_later(unsigned long long others_segments)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    long faults = ru.ru_minflt;
-    struct ebb_stats st = {.version = EBB_STATS_VERSION};
-    ebb_stats_get(&st);
-    printf("    info: child: %ld page faults before its first line, %llu heaps alive "
-           "(the parent's %d threads had %llu segments)\n", faults,
-           (unsigned long long)st.heaps_alive, HOLDERS, others_segments);
-    CHECK(faults < (long)others_segments,
-          "the fork handler should write none of the other threads' %llu segment headers: the "
-          "child took %ld page faults before its first line", others_segments, faults);
-    /* New threads: on the dead threads' stacks (glibc's cache), with their ids. */
-    for (int i = 0; i < HOLDERS; i++) {
-        pthread_t t;
-        REQUIRE(pthread_create(&t, NULL, child_thread_churns, NULL) == 0, "pthread_create failed");
-        pthread_join(t, NULL);
-    }
-    double t0 = check_now(), limit = opt_purge_delay_ms() / 1000.0 + 1.5;
-    do {
-        ebb_stats_get(&st);
-        if (st.heaps_alive == 1)
-            break;
-        sleep_ms(20);
-    } while (check_now() - t0 < limit);
-    CHECK(st.heaps_alive == 1, "the scavenger should hand the dead threads' heaps back within "
-          "%.1f s: %llu heaps alive", limit, (unsigned long long)st.heaps_alive);
-    grandchild_exit();
-}
-
-static void child_forked_child_leaves_other_threads_heaps_for_later(void)
-{
-    pthread_barrier_init(&holders_ready, NULL, HOLDERS + 1);
-    pthread_barrier_init(&holders_go, NULL, HOLDERS + 1);
-    pthread_t t[HOLDERS];
-    struct ebb_stats st0 = {.version = EBB_STATS_VERSION}, st = st0;
-    ebb_stats_get(&st0);
-    for (int i = 0; i < HOLDERS; i++)
-        REQUIRE(pthread_create(&t[i], NULL, holder_main, NULL) == 0, "pthread_create failed");
-    pthread_barrier_wait(&holders_ready);
-    ebb_stats_get(&st);
-    unsigned long long others = st.segments - st0.segments;
-    REQUIRE(others >= 40, "the %d threads should hold at least 40 segments: %llu", HOLDERS, others);
-    fflush(stdout);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0, "fork failed: %s", strerror(errno));
-    if (pid == 0)
-        grandchild_leaves_the_heaps_for_later(others);
-    int status = forked_child_status(pid);
-    CHECK(status == 0, "the child failed (status %d; -2: timed out)", status);
-    pthread_barrier_wait(&holders_go);
-    for (int i = 0; i < HOLDERS; i++)
-        pthread_join(t[i], NULL);
-}
-
-static void forked_child_leaves_other_threads_heaps_for_later(void)
-{
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_forked_child_leaves_other_threads_heaps_for_later", env, 60);
-}
-
 /* ---------------------------------------------------------------------------
  * 4a'. Review finding: after a pass, the scavenger stores purge_work = 0 and
  * then checks every source again; a fork in between (its handler holds a
@@ -3916,7 +3812,6 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_idle_process_gets_no_wakeups),
     CHILD_CASE(child_forked_child_starts_its_scavenger_lazily),
     CHILD_CASE(child_forked_child_thread_follows_the_options),
-    CHILD_CASE(child_forked_child_leaves_other_threads_heaps_for_later),
     CHILD_CASE(child_fork_in_the_recheck_window_keeps_the_wakeup),
     CHILD_CASE(child_free_while_scavenger_starts_wakes_it),
     CHILD_CASE(child_exit_does_not_write_into_segments_it_abandoned),
@@ -3956,7 +3851,6 @@ int main(int argc, char **argv)
     RUN_CASE(idle_process_gets_no_wakeups_and_thread_starts_lazily);
     RUN_CASE(forked_child_starts_its_scavenger_lazily);
     RUN_CASE(forked_child_thread_follows_the_options);
-    RUN_CASE(forked_child_leaves_other_threads_heaps_for_later);
     RUN_CASE(fork_in_the_recheck_window_keeps_the_wakeup);
     RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
     RUN_CASE(exit_does_not_write_into_segments_it_abandoned);
