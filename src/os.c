@@ -291,17 +291,21 @@ static void *os_map_aligned_plain(size_t size, size_t room, size_t align, size_t
 
 static bool map_fixed_noreplace(void *at, size_t size);
 
-/* Where the last aligned mapping began (0: none yet). Linux places mappings
- * top-down, so the next aligned one is first asked for just below it (and
- * below its room), with MAP_FIXED_NOREPLACE: one syscall, where a plain
- * mapping of a size that is not a multiple of the alignment almost never
- * lands aligned and costs four more to over-map and trim. Threads racing for
- * the same hint are harmless: the loser's request fails on the winner's
- * mapping (EEXIST) and takes the plain path, which sets the hint again from
- * where the kernel put it, and so does any request whose hinted range is in
- * use. The room is not checked: the hint is the lowest mapping made here, so
- * the room lies between two of them, and if something else was mapped there
- * the mapping just cannot grow in place. */
+/* Where the last aligned mapping began (0: none yet, or something was
+ * unmapped above it since). Linux places mappings top-down, so the next
+ * aligned one is first asked for just below it (and below its room), with
+ * MAP_FIXED_NOREPLACE: one syscall, where a plain mapping of a size that is
+ * not a multiple of the alignment almost never lands aligned and costs four
+ * more to over-map and trim. The hint only goes down, so an unmap that ends
+ * above it clears it (os_unmap): the next mapping is then placed by the
+ * kernel, which reuses the hole, and sets the hint again; a loop mapping and
+ * unmapping one block keeps its address instead of walking down the address
+ * space. Threads racing for the same hint are harmless: the loser's request
+ * fails on the winner's mapping (EEXIST) and takes the plain path, which sets
+ * the hint from where the kernel put it, and so does any request whose hinted
+ * range is in use. The room below the hint is not checked (the plain path
+ * checks its own): if something else was mapped there, the mapping just
+ * cannot grow in place. */
 static _Atomic uintptr_t map_hint;
 
 static void *map_at_hint(size_t size, size_t room, size_t align, size_t align_offset)
@@ -326,6 +330,8 @@ static void *os_map_aligned_raw(size_t size, size_t room, size_t align, size_t a
     errno = saved;
     if (p == NULL)
         p = os_map_aligned_plain(size, room, align, align_offset);
+    if (p == NULL && room > 0) /* the room is a wish: the mapping alone may fit */
+        p = os_map_aligned_plain(size, 0, align, align_offset);
     if (p)
         atomic_store_explicit(&map_hint, (uintptr_t)p, memory_order_relaxed);
     return p;
@@ -347,6 +353,9 @@ void *os_map_aligned(size_t size, size_t align, size_t align_offset)
 void os_unmap(void *p, size_t size)
 {
     atomic_fetch_add_explicit(&unmap_calls, 1, memory_order_relaxed);
+    uintptr_t hint = atomic_load_explicit(&map_hint, memory_order_relaxed);
+    if (hint != 0 && (uintptr_t)p + size > hint)
+        atomic_store_explicit(&map_hint, 0, memory_order_relaxed);
     if (munmap(p, size) == 0)
         atomic_fetch_sub_explicit(&mapped_bytes, size, memory_order_relaxed);
 }

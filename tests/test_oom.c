@@ -17,6 +17,7 @@
  */
 #include "check.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -465,6 +466,70 @@ static void rlimit_as_allocate_until_null_then_free_and_allocate_again(void)
           "failures (exit %d, messages above)", WEXITSTATUS(status));
 }
 
+/* A new huge mapping asks for address space to grow into after it (large.c,
+ * huge_room), but only as a wish: under an address-space limit that leaves
+ * room for the block and not for the wish, the block is still mapped (review
+ * finding: malloc returned NULL with ENOMEM). The blocker makes the request
+ * miss its hint (os.c, map_hint) and take the over-mapping path. */
+static long vm_size_kib(void)
+{
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *at = strstr(buf, "VmSize:");
+    return at ? strtol(at + 7, NULL, 10) : -1;
+}
+
+static int room_child(void)
+{
+    void *volatile first = malloc(100);
+    void *blocker = mmap(NULL, 64 << 20, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    long vm = vm_size_kib();
+    if (first == NULL || blocker == MAP_FAILED || vm < 0) {
+        fprintf(stderr, "    child: setup failed\n");
+        return 2;
+    }
+    struct rlimit rl = {(rlim_t)(vm + 48 * 1024) * 1024, RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) {
+        fprintf(stderr, "    child: setrlimit: %s\n", strerror(errno));
+        return 2;
+    }
+    errno = 0;
+    unsigned char *volatile p = malloc((size_t)30 << 20);
+    if (p == NULL) {
+        fprintf(stderr, "    child: malloc(30 MiB) with 48 MiB of address space left: NULL (%s)\n",
+                strerror(errno));
+        return 1;
+    }
+    memset(p, 1, (size_t)30 << 20);
+    free(p);
+    return 0;
+}
+
+static void huge_block_fits_a_limit_that_leaves_it_no_room_to_grow(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(room_child());
+    REQUIRE(pid > 0, "fork: %s", strerror(errno));
+    int status = 0;
+    if (!check_wait_child(pid, &status, 60)) {
+        CHECK(0, "the RLIMIT_AS child did not finish in 60 s (killed)");
+        return;
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "malloc(30 MiB) should succeed with 48 MiB of address space left (message above): "
+          "status %d", status);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -477,5 +542,6 @@ int main(void)
     RUN_CASE(failed_realloc_keeps_the_old_block);
     RUN_CASE(allocation_works_again_after_injection_ends);
     RUN_CASE(rlimit_as_allocate_until_null_then_free_and_allocate_again);
+    RUN_CASE(huge_block_fits_a_limit_that_leaves_it_no_room_to_grow);
     return check_finish();
 }
