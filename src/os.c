@@ -289,7 +289,19 @@ static void *os_map_aligned_plain(size_t size, size_t room, size_t align, size_t
     return start;
 }
 
-static bool map_fixed_noreplace(void *at, size_t size);
+/* mmap exactly at `at` if nothing is mapped anywhere in [at, at + size). */
+static bool map_fixed_noreplace(void *at, size_t size)
+{
+    void *p = mmap(at, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    if (p != at) { /* a kernel before 4.17 took the address as a hint */
+        munmap(p, size);
+        return false;
+    }
+    return true;
+}
 
 /* Where the last aligned mapping began (0: none yet, or something was
  * unmapped above it since). Linux places mappings top-down, so the next
@@ -373,20 +385,6 @@ bool os_remap_inplace(void *p, size_t old_size, size_t new_size)
         atomic_fetch_add_explicit(&mapped_bytes, new_size - old_size, memory_order_relaxed);
     else
         atomic_fetch_sub_explicit(&mapped_bytes, old_size - new_size, memory_order_relaxed);
-    return true;
-}
-
-/* mmap exactly at `at` if nothing is mapped anywhere in [at, at + size). */
-static bool map_fixed_noreplace(void *at, size_t size)
-{
-    void *p = mmap(at, size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    if (p == MAP_FAILED)
-        return false;
-    if (p != at) { /* a kernel before 4.17 took the address as a hint */
-        munmap(p, size);
-        return false;
-    }
     return true;
 }
 

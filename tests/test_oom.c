@@ -445,20 +445,34 @@ static int rlimit_child(void)
     return bad;
 }
 
+/* Run fn in a forked child and wait up to timeout_s for it: false (with a
+ * failed check) if it could not be forked or had to be killed, else true
+ * with its wait status. */
+static bool run_in_child(int (*fn)(void), double timeout_s, const char *what, int *status)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(fn());
+    if (pid < 0) {
+        CHECK(0, "fork: %s", strerror(errno));
+        return false;
+    }
+    *status = 0;
+    if (!check_wait_child(pid, status, timeout_s)) {
+        CHECK(0, "the %s child did not finish in %.0f s (killed)", what, timeout_s);
+        return false;
+    }
+    return true;
+}
+
 static void rlimit_as_allocate_until_null_then_free_and_allocate_again(void)
 {
     setup_ptrs();
     memset(ptrs, 0, 4096); /* fault in before the limit (mapping exists already) */
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0)
-        _exit(rlimit_child());
-    REQUIRE(pid > 0, "fork: %s", strerror(errno));
-    int status = 0;
-    if (!check_wait_child(pid, &status, 120)) {
-        CHECK(0, "the RLIMIT_AS child did not finish in 120 s (killed)");
+    int status;
+    if (!run_in_child(rlimit_child, 120, "RLIMIT_AS", &status))
         return;
-    }
     CHECK(!WIFSIGNALED(status), "under RLIMIT_AS: expected NULL+ENOMEM, the child was killed by "
           "signal %d (%s)", WIFSIGNALED(status) ? WTERMSIG(status) : 0,
           WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "");
@@ -515,16 +529,9 @@ static int room_child(void)
 
 static void huge_block_fits_a_limit_that_leaves_it_no_room_to_grow(void)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0)
-        _exit(room_child());
-    REQUIRE(pid > 0, "fork: %s", strerror(errno));
-    int status = 0;
-    if (!check_wait_child(pid, &status, 60)) {
-        CHECK(0, "the RLIMIT_AS child did not finish in 60 s (killed)");
+    int status;
+    if (!run_in_child(room_child, 60, "RLIMIT_AS", &status))
         return;
-    }
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
           "malloc(30 MiB) should succeed with 48 MiB of address space left (message above): "
           "status %d", status);
