@@ -255,7 +255,9 @@ EBB_API void *ebb_calloc(size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    if (total <= DIRECT_MAX) {
+    /* Debug mode: through the generic path, so the block is zeroed instead
+     * of filled and then zeroed, and its header says it was (debug.c). */
+    if (total <= DIRECT_MAX && ebb_likely(!debug_enabled)) {
         void *p = alloc_malloc_inline(total);
         if (p)
             memset(p, 0, total);

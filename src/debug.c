@@ -287,6 +287,14 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
         text_add_u64(&t, h->size, 0);
         text_add(&t, " bytes requested at ");
         text_add_hex(&t, h_at + h->offset);
+        /* How it was asked for, where that is not plain malloc: a reader
+         * chasing a stale value wants to know the block started zeroed. */
+        if (h->flags & DEBUG_FLAG_ZEROED)
+            text_add(&t, ", zeroed (calloc)");
+        if (h->align_log2 && h->align_log2 < 64) { /* a corrupted header may hold anything */
+            text_add(&t, ", aligned to ");
+            text_add_u64(&t, (uint64_t)1 << h->align_log2, 0);
+        }
         const char *ctx = debug_context_name(h->context);
         if (ctx) {
             text_add(&t, ", context \"");

@@ -101,6 +101,11 @@ grep -q '^  block: 24 bytes requested at 0x[0-9a-f]*, context "phase-two"$' "$TM
     fail "the double free report should give the size and the context: $(grep block: "$TMP/df")"
 awk '/^  freed at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/df" | grep -q " in main+" ||
     fail "the double free report should carry the first free's trace"
+{ EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "$D/double_free_calloc_aligned" >/dev/null 2>"$TMP/dfz"; } 2>/dev/null
+grep -q '^  block: 40 bytes requested at 0x[0-9a-f]*, zeroed (calloc)$' "$TMP/dfz" ||
+    fail "a calloc'd block's report should say it was zeroed: $(grep block: "$TMP/dfz")"
+grep -q '^  block: 512 bytes requested at 0x[0-9a-f]*00, aligned to 256$' "$TMP/dfz" ||
+    fail "an aligned block's report should give its alignment: $(grep block: "$TMP/dfz")"
 { EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=4096 "$D/use_after_free" >/dev/null 2>"$TMP/uaf"; } 2>/dev/null
 grep -q "the byte at offset 5 changed while the block was in quarantine" "$TMP/uaf" ||
     fail "the use-after-free report should say which byte changed"
