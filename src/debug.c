@@ -39,6 +39,7 @@ bool debug_enabled;
 
 static struct {
     bool on_error_continue;
+    bool realloc_moves; /* EBB_DEBUG_REALLOC=move */
     uint64_t stderr_identity; /* fd 2 at start (os_fd_identity) */
     const char *log_pattern;  /* EBB_DEBUG_LOG, made absolute at start; NULL: stderr */
     uint8_t fill_alloc, fill_free;
@@ -82,6 +83,7 @@ void debug_init(void)
     if (!option_get(OPT_DEBUG))
         return;
     cfg.on_error_continue = option_get(OPT_DEBUG_ON_ERROR) == 1;
+    cfg.realloc_moves = option_get(OPT_DEBUG_REALLOC) == 1;
     cfg.fill_alloc = (uint8_t)option_get(OPT_DEBUG_FILL_ALLOC);
     cfg.fill_free = (uint8_t)option_get(OPT_DEBUG_FILL_FREE);
     cfg.depth = (int)option_get(OPT_DEBUG_TRACE_DEPTH);
@@ -1172,7 +1174,9 @@ static void free_list_check(void *block)
 /* A new block of `size` user bytes, zeroed or filled with the new-memory
  * fill; the first `copied` bytes are left as they are instead, for realloc,
  * which copies the old contents over them at once. */
-static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t copied)
+/* `room`: bytes the underlying block gets beyond what the request needs
+ * (realloc's headroom, below); they lie past the canary, untouched. */
+static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t copied, size_t room)
 {
     if (alignment < MIN_ALIGN)
         alignment = MIN_ALIGN;
@@ -1180,7 +1184,7 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
     if (alignment > MIN_ALIGN)
         offset = (offset + alignment - 1) & ~(alignment - 1);
     size_t total;
-    if (offset > UINT32_MAX || __builtin_add_overflow(size, offset + TAIL_MIN, &total)) {
+    if (offset > UINT32_MAX || __builtin_add_overflow(size, offset + TAIL_MIN + room, &total)) {
         errno = ENOMEM;
         return NULL;
     }
@@ -1223,7 +1227,7 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
 
 static void *alloc_impl(size_t size, size_t alignment, bool zero)
 {
-    return alloc_impl_copy(size, alignment, zero, 0);
+    return alloc_impl_copy(size, alignment, zero, 0, 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -1460,6 +1464,45 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
     free_block(h, false, CALL_FREE);
 }
 
+/* realloc in debug mode (EBB_DEBUG_REALLOC). By default a block stays where
+ * it is when the new size fits the underlying block, less the header, the
+ * alignment padding and TAIL_MIN bytes of canary, as release mode's realloc
+ * keeps a block within its size class: a string grown a few bytes at a time
+ * then moves once per size class, instead of being copied at every call,
+ * which made such a loop quadratic (gawk appending to a string 100,000
+ * times: 2.8 s against 0.05 s in release mode). With "move" every realloc
+ * moves, as AddressSanitizer's does, so that a stale pointer to the old
+ * block lands in the quarantine and its use is reported. */
+static bool realloc_fits(debug_header_t *h, size_t size)
+{
+    size_t usable = block_bytes(h);
+    return size <= usable - h->offset - TAIL_MIN;
+}
+
+/* The block is live and its canary checked. Claimed while it changes, as
+ * a free claims it (a racing free or verify waits or reports). */
+static void *realloc_in_place(debug_header_t *h, size_t size)
+{
+    uint8_t *p = user_of(h);
+    if (!block_claim(h, DEBUG_MAGIC_LIVE, DEBUG_MAGIC_BUSY)) {
+        report_unheld(fault_freed[CALL_REALLOC], p, h,
+                      "another thread freed the block at the same moment");
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t old = h->size;
+    /* Growing: the bytes past the old size were canary (or never checked);
+     * they are new memory now. Shrinking: the canary moves down. */
+    fill_past(p, size, old, cfg.fill_alloc);
+    h->size = size;
+    h->alloc_trace = capture(); /* where its present size was asked for, as a move records */
+    h->flags &= (uint8_t)~DEBUG_FLAG_ZEROED;
+    h->check = header_check(h);
+    memset(user_of(h) + size, CANARY_BYTE, tail_of(h));
+    atomic_store_explicit(&h->magic, DEBUG_MAGIC_LIVE ^ (uintptr_t)h, memory_order_release);
+    return p;
+}
+
 static void *realloc_impl(void *p, size_t size)
 {
     if (p == NULL)
@@ -1476,11 +1519,18 @@ static void *realloc_impl(void *p, size_t size)
     const uint8_t *bad = canary_broken(h, tail_of(h));
     if (bad)
         report_overflow(h, bad, "found at realloc");
+    if (!cfg.realloc_moves && realloc_fits(h, size))
+        return realloc_in_place(h, size);
     size_t alignment = h->align_log2 ? (size_t)1 << h->align_log2 : 0;
-    /* Always move: a block that stayed in place would hide a stale pointer.
-     * The new block is filled only past what is copied into it. */
+    /* The new block is filled only past what is copied into it. One that
+     * grows beyond SMALL_MAX gets an eighth more room underneath, so that a
+     * block grown a few bytes at a time moves once per eighth of its size
+     * (the size classes give small blocks as much), not once per page. */
     size_t copied = h->size < size ? h->size : size;
-    void *q = alloc_impl_copy(size, alignment, false, copied);
+    size_t room = !cfg.realloc_moves && size > h->size && size > SMALL_MAX ? size / 8 : 0;
+    void *q = alloc_impl_copy(size, alignment, false, copied, room);
+    if (q == NULL && room)
+        q = alloc_impl_copy(size, alignment, false, copied, 0);
     if (q == NULL)
         return NULL; /* p is untouched */
     memcpy(q, p, copied);

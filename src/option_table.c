@@ -9,6 +9,7 @@
 
 static const char *const purge_method_names[] = {"dontneed", "free", NULL};
 static const char *const on_error_names[] = {"abort", "continue", NULL};
+static const char *const realloc_names[] = {"fit", "move", NULL};
 static const char *const leak_names[] = {"off", "lost", "all", NULL};
 
 const option_desc_t option_table[OPT_COUNT] = {
@@ -43,6 +44,10 @@ const option_desc_t option_table[OPT_COUNT] = {
     [OPT_DEBUG_ON_ERROR] = {"EBB_DEBUG_ON_ERROR", 0, 0, 1, on_error_names, false,
                             "after a fault report: abort, or continue (the bad free is "
                             "ignored)"},
+    [OPT_DEBUG_REALLOC] = {"EBB_DEBUG_REALLOC", 0, 0, 1, realloc_names, false,
+                           "realloc: fit (a block stays where it is when the new size fits "
+                           "it) or move (always moves, so a stale pointer to the old block "
+                           "is reported)"},
     [OPT_DEBUG_QUARANTINE] = {"EBB_DEBUG_QUARANTINE", 16 << 20, 0, 1L << 40, NULL, false,
                               "bytes of freed blocks held back (filled, checked when they "
                               "leave) before reuse"},

@@ -20,6 +20,7 @@ typedef enum {
     OPT_STATS_INTERVAL, /* ms; 0 = no periodic samples */
     OPT_DEBUG,             /* 0/1: debug mode */
     OPT_DEBUG_ON_ERROR,    /* 0 = abort, 1 = continue */
+    OPT_DEBUG_REALLOC,     /* 0 = fit (in place when it fits), 1 = move */
     OPT_DEBUG_QUARANTINE,  /* bytes of freed blocks held back */
     OPT_DEBUG_QUARANTINE_IDLE, /* ms without a free after which a thread's quarantine drains */
     OPT_DEBUG_FILL_ALLOC,  /* byte written into new blocks */

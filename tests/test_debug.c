@@ -90,7 +90,14 @@ static void usable_size_is_the_requested_size(void)
     CHECK(malloc_usable_size(NULL) == 0, "malloc_usable_size(NULL) is 0");
 }
 
-static void realloc_moves_and_keeps_the_contents(void)
+/* EBB_DEBUG_REALLOC=move (tests/run_tests.sh runs this file in both modes). */
+static bool realloc_always_moves(void)
+{
+    const char *v = getenv("EBB_DEBUG_REALLOC");
+    return v && strcmp(v, "move") == 0;
+}
+
+static void realloc_keeps_the_contents(void)
 {
     int fill = env_byte("EBB_DEBUG_FILL_ALLOC", 0xA5);
     char *p = NULL;
@@ -99,7 +106,9 @@ static void realloc_moves_and_keeps_the_contents(void)
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         char *q = realloc(p, sizes[k]);
         REQUIRE(q != NULL, "realloc to %zu failed", sizes[k]);
-        CHECK(q != p, "debug realloc always moves (a stale pointer must not keep working)");
+        if (realloc_always_moves())
+            CHECK(q != p, "with EBB_DEBUG_REALLOC=move every realloc moves (a stale pointer "
+                          "must not keep working)");
         size_t keep = have < sizes[k] ? have : sizes[k];
         for (size_t i = 0; i < keep; i++)
             if (q[i] != (char)(i * 7)) {
@@ -127,6 +136,71 @@ static void realloc_moves_and_keeps_the_contents(void)
         have = sizes[k];
     }
     CHECK(realloc(p, 0) == NULL, "realloc(p, 0) frees and returns NULL");
+}
+
+/* A block grown a few bytes at a time moves once per size class, not at
+ * every call (debug.c, realloc_fits): 20,000 steps of 6 bytes, from 16 bytes
+ * to 117 KiB, move it about 40 times; and one grown 4 KiB at a time from
+ * 3 MiB to 6 MiB, once per eighth of its size, about 6 times. Each step's new
+ * bytes carry the new-memory fill, the old ones are kept, and the canary
+ * still catches a write one past the new size (tests/debug/, realloc_grown_overflow).
+ * With EBB_DEBUG_REALLOC=move every step moves. */
+static unsigned grow_counting_moves(size_t from, size_t step, unsigned steps, int fill)
+{
+    char *p = malloc(from);
+    if (p == NULL) {
+        CHECK(0, "malloc(%zu) failed", from);
+        return 0;
+    }
+    memset(p, 'k', from);
+    size_t n = from;
+    unsigned moves = 0;
+    for (unsigned i = 0; i < steps; i++) {
+        char *q = realloc(p, n + step);
+        if (q == NULL) {
+            CHECK(0, "realloc to %zu failed", n + step);
+            break;
+        }
+        moves += q != p;
+        size_t bad = 0;
+        CHECK(all_bytes((unsigned char *)q + n, step, fill, &bad),
+              "realloc from %zu to %zu: new byte %zu is 0x%02x, expected the fill 0x%02x", n,
+              n + step, n + bad, (unsigned char)q[n + bad], fill);
+        CHECK(q[0] == 'k' && q[n - 1] == 'k', "realloc from %zu to %zu lost the contents", n,
+              n + step);
+        memset(q + n, 'k', step);
+        CHECK(malloc_usable_size(q) == n + step, "usable size after realloc: %zu, expected %zu",
+              malloc_usable_size(q), n + step);
+        p = q;
+        n += step;
+    }
+    free(p);
+    return moves;
+}
+
+static void realloc_moves_a_growing_block_once_per_class(void)
+{
+    int fill = env_byte("EBB_DEBUG_FILL_ALLOC", 0xA5);
+    unsigned small = grow_counting_moves(16, 6, 20000, fill);
+    unsigned huge = grow_counting_moves((size_t)3 << 20, 4096, 768, fill);
+    printf("    info: 20,000 steps of 6 bytes moved the block %u times; 768 steps of 4 KiB "
+           "from 3 MiB, %u times\n", small, huge);
+    if (realloc_always_moves()) {
+        CHECK(small == 20000 && huge == 768, "with EBB_DEBUG_REALLOC=move every step should "
+              "move: %u of 20000 and %u of 768 did", small, huge);
+        return;
+    }
+    CHECK(small <= 80, "a block grown 6 bytes at a time should move about once per size "
+          "class (about 40 times): it moved %u times in 20,000 steps", small);
+    CHECK(huge <= 12, "a huge block grown 4 KiB at a time should move once per eighth of its "
+          "size (about 6 times): it moved %u times in 768 steps", huge);
+    /* Shrinking stays in place, and the canary follows the new end. */
+    char *p = malloc(1000);
+    REQUIRE(p != NULL, "malloc(1000) failed");
+    char *q = realloc(p, 100);
+    CHECK(q == p, "a shrinking realloc should keep the block where it is");
+    CHECK(malloc_usable_size(q) == 100, "usable size after shrinking: %zu", malloc_usable_size(q));
+    free(q);
 }
 
 /* Alignments of a segment (4 MiB) and more: the block is a huge mapping and
@@ -490,7 +564,8 @@ int main(void)
     RUN_CASE(new_blocks_are_filled_and_calloc_stays_zero);
     RUN_CASE(freed_blocks_hold_the_free_fill_in_quarantine);
     RUN_CASE(usable_size_is_the_requested_size);
-    RUN_CASE(realloc_moves_and_keeps_the_contents);
+    RUN_CASE(realloc_keeps_the_contents);
+    RUN_CASE(realloc_moves_a_growing_block_once_per_class);
     RUN_CASE(every_alignment_up_to_1_mib);
     RUN_CASE(segment_alignments_free_and_realloc_cleanly);
     RUN_CASE(quarantine_is_bounded_counted_and_trimmed);

@@ -87,6 +87,7 @@ expect use_after_free_tail  "heap-use-after-free"                               
 expect realloc_freed        "realloc of a freed block"                             allocate_victim
 expect realloc_foreign      "realloc of a pointer ebb never returned (foreign)"    -
 expect realloc_overflow     "heap-buffer-overflow"                                 allocate_victim
+expect realloc_grown_overflow "heap-buffer-overflow"                                 grow_victim
 expect usable_size_freed    "malloc_usable_size of a freed block"                  allocate_victim
 expect free_list_write      "corrupted free list"                                  -
 expect verify_overflow      "heap-buffer-overflow"                                 allocate_victim
