@@ -1496,7 +1496,9 @@ static void *realloc_in_place(debug_header_t *h, size_t size)
     fill_past(p, size, old, cfg.fill_alloc);
     h->size = size;
     h->alloc_trace = capture(); /* where its present size was asked for, as a move records */
-    h->flags &= (uint8_t)~DEBUG_FLAG_ZEROED;
+    /* Not zeroed any more, and allocated by this process now (a forked
+     * child's leak report counts it as its own, as it would a moved block). */
+    h->flags = (uint8_t)((unsigned)debug_fork_depth << DEBUG_FORK_DEPTH_SHIFT);
     h->check = header_check(h);
     memset(user_of(h) + size, CANARY_BYTE, tail_of(h));
     atomic_store_explicit(&h->magic, DEBUG_MAGIC_LIVE ^ (uintptr_t)h, memory_order_release);
