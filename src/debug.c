@@ -116,12 +116,29 @@ static uint64_t header_check(const debug_header_t *h)
     return x ^ (x >> 29);
 }
 
-bool debug_header_intact(const debug_header_t *h)
+static bool block_hold(debug_header_t *h, uint64_t *seen);
+static void block_unhold(debug_header_t *h, uint64_t seen);
+
+bool debug_header_intact(debug_header_t *h, debug_header_t *copy)
 {
-    if (!debug_header_live(h) || h->check != header_check(h) || h->offset < sizeof *h)
+    for (;;) {
+        if (!debug_header_live(h))
+            return false;
+        uint64_t seen;
+        if (block_hold(h, &seen)) {
+            /* Everything but the magic, which others may load meanwhile. */
+            size_t skip = sizeof h->magic;
+            memcpy((uint8_t *)copy + skip, (const uint8_t *)h + skip, sizeof *copy - skip);
+            atomic_init(&copy->magic, seen);
+            block_unhold(h, seen);
+            break;
+        }
+        /* Its magic changed since: look again (a free makes it not live). */
+    }
+    if (copy->check != header_check(copy) || copy->offset < sizeof *copy)
         return false;
     size_t usable = alloc_usable_size(h);
-    return h->offset <= usable && h->size <= usable - h->offset;
+    return copy->offset <= usable && copy->size <= usable - copy->offset;
 }
 
 /* Allocations the C library makes for ebb itself (the scavenger's thread
@@ -1475,8 +1492,10 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
  * block lands in the quarantine and its use is reported. */
 static bool realloc_fits(debug_header_t *h, size_t size)
 {
-    size_t usable = block_bytes(h);
-    return size <= usable - h->offset - TAIL_MIN;
+    size_t usable = block_bytes(h), need = size + h->offset + TAIL_MIN;
+    /* Shrinking below half the block moves it, as release mode does: a huge
+     * buffer cut down to a few bytes must not keep its pages. */
+    return size <= usable - h->offset - TAIL_MIN && need >= usable / 2;
 }
 
 /* The block is live and its canary checked. Claimed while it changes, as
@@ -1484,7 +1503,8 @@ static bool realloc_fits(debug_header_t *h, size_t size)
 static void *realloc_in_place(debug_header_t *h, size_t size)
 {
     uint8_t *p = user_of(h);
-    if (!block_claim(h, DEBUG_MAGIC_LIVE, DEBUG_MAGIC_BUSY)) {
+    uint32_t trace = capture(); /* before the claim: readers wait while it is held */
+    if (!block_claim(h, DEBUG_MAGIC_LIVE, DEBUG_MAGIC_RESIZING)) {
         report_unheld(fault_freed[CALL_REALLOC], p, h,
                       "another thread freed the block at the same moment");
         errno = EINVAL;
@@ -1495,7 +1515,8 @@ static void *realloc_in_place(debug_header_t *h, size_t size)
      * they are new memory now. Shrinking: the canary moves down. */
     fill_past(p, size, old, cfg.fill_alloc);
     h->size = size;
-    h->alloc_trace = capture(); /* where its present size was asked for, as a move records */
+    h->alloc_trace = trace; /* where its present size was asked for, as a move records */
+    h->context = debug_context_current();
     /* Not zeroed any more, and allocated by this process now (a forked
      * child's leak report counts it as its own, as it would a moved block). */
     h->flags = (uint8_t)((unsigned)debug_fork_depth << DEBUG_FORK_DEPTH_SHIFT);
@@ -1530,9 +1551,13 @@ static void *realloc_impl(void *p, size_t size)
      * (the size classes give small blocks as much), not once per page. */
     size_t copied = h->size < size ? h->size : size;
     size_t room = !cfg.realloc_moves && size > h->size && size > SMALL_MAX ? size / 8 : 0;
+    int saved_errno = errno;
     void *q = alloc_impl_copy(size, alignment, false, copied, room);
-    if (q == NULL && room)
+    if (q == NULL && room) {
         q = alloc_impl_copy(size, alignment, false, copied, 0);
+        if (q)
+            errno = saved_errno; /* the room's failure is not the caller's */
+    }
     if (q == NULL)
         return NULL; /* p is untouched */
     memcpy(q, p, copied);

@@ -14,6 +14,9 @@
  * "Claiming a block"): whoever wants to change the block waits. */
 #define DEBUG_MAGIC_CHECKED_LIVE  0xEBBC4EC7A110CA7Eull
 #define DEBUG_MAGIC_CHECKED_FREED 0xEBBC4EC7F4EEDB10ull
+/* A realloc in place is changing a live block's size and trace (debug.c,
+ * realloc_in_place): whoever judges or reads the block waits. */
+#define DEBUG_MAGIC_RESIZING      0xEBBE5121A110CA7Eull
 #define CANARY_BYTE       0xCB
 #define TAIL_MIN          16
 #define FILL_FULL_MAX     ((size_t)1 << 20)
@@ -67,16 +70,18 @@ static inline uint8_t *user_of(debug_header_t *h)
  * verify thread that was preempted holding it gets the processor. */
 void debug_claim_backoff(unsigned spins);
 
-/* The block's magic once ebb_debug_verify has let go of it: while verify
- * checks a block (a short read of its header and canary or fill), whoever
- * judges it waits, so that it is never taken for a block in no known state. */
+/* The block's magic once ebb_debug_verify (or a reader holding it) has let
+ * go of it and no realloc in place is changing it: while verify checks a
+ * block (a short read of its header and canary or fill), whoever judges it
+ * waits, so that it is never taken for a block in no known state. */
 static inline uint64_t debug_magic_settled(const debug_header_t *h)
 {
     uint64_t held_live = DEBUG_MAGIC_CHECKED_LIVE ^ (uintptr_t)h;
     uint64_t held_freed = DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h;
+    uint64_t resizing = DEBUG_MAGIC_RESIZING ^ (uintptr_t)h;
     for (unsigned spins = 0;; spins++) {
         uint64_t m = atomic_load_explicit(&h->magic, memory_order_acquire);
-        if (ebb_likely(m != held_live && m != held_freed))
+        if (ebb_likely(m != held_live && m != held_freed && m != resizing))
             return m;
         debug_claim_backoff(spins);
     }
@@ -88,8 +93,11 @@ static inline bool debug_header_live(const debug_header_t *h)
 }
 
 /* A live block whose header no write has changed (its checksum holds, its
- * user bytes lie inside the underlying block). */
-bool debug_header_intact(const debug_header_t *h);
+ * user bytes lie inside the underlying block): *copy is its header, read
+ * while holding the block, so that a realloc in place on another thread
+ * cannot change it half-read. For the heap walk and the leak report, which
+ * read blocks other threads own. */
+bool debug_header_intact(debug_header_t *h, debug_header_t *copy);
 
 /* Fault and leak reports: EBB_DEBUG_LOG's file, or stderr (debug.c); opened
  * and written under the report lock. */

@@ -111,7 +111,8 @@ static struct {
  * ------------------------------------------------------------------------- */
 static void span_add(debug_header_t *h, uintptr_t map_end)
 {
-    if (!debug_header_intact(h))
+    debug_header_t c; /* the header as held (debug_header_intact) */
+    if (!debug_header_intact(h, &c))
         return;
     if (lk.spans == NULL) { /* counting pass */
         lk.cap++;
@@ -119,11 +120,11 @@ static void span_add(debug_header_t *h, uintptr_t map_end)
     }
     if (lk.count == lk.cap)
         return; /* allocated since the count: not in this report */
-    uintptr_t start = (uintptr_t)user_of(h);
-    bool inherited = debug_block_fork_depth(h) < debug_fork_depth;
-    uintptr_t end = start + h->size;
+    uintptr_t start = (uintptr_t)h + c.offset;
+    bool inherited = debug_block_fork_depth(&c) < debug_fork_depth;
+    uintptr_t end = start + c.size;
     lk.spans[lk.count++] =
-        (span_t){start, end, map_end ? map_end : end, h->alloc_trace, false, map_end != 0, inherited};
+        (span_t){start, end, map_end ? map_end : end, c.alloc_trace, false, map_end != 0, inherited};
 }
 
 static void spans_of_page(page_t *page, void *arg)

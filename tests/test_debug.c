@@ -194,13 +194,42 @@ static void realloc_moves_a_growing_block_once_per_class(void)
           "class (about 40 times): it moved %u times in 20,000 steps", small);
     CHECK(huge <= 12, "a huge block grown 4 KiB at a time should move once per eighth of its "
           "size (about 6 times): it moved %u times in 768 steps", huge);
-    /* Shrinking stays in place, and the canary follows the new end. */
+    /* Shrinking a little stays in place (the canary follows the new end);
+     * below half the block it moves, as in release mode. */
     char *p = malloc(1000);
     REQUIRE(p != NULL, "malloc(1000) failed");
-    char *q = realloc(p, 100);
-    CHECK(q == p, "a shrinking realloc should keep the block where it is");
-    CHECK(malloc_usable_size(q) == 100, "usable size after shrinking: %zu", malloc_usable_size(q));
-    free(q);
+    char *q = realloc(p, 900);
+    CHECK(q == p, "a realloc from 1000 to 900 bytes should keep the block where it is");
+    CHECK(malloc_usable_size(q) == 900, "usable size after shrinking: %zu", malloc_usable_size(q));
+    char *r = realloc(q, 100);
+    CHECK(r != q, "a realloc from 900 to 100 bytes should move the block");
+    CHECK(malloc_usable_size(r) == 100, "usable size after shrinking: %zu", malloc_usable_size(r));
+    free(r);
+}
+
+/* A huge buffer cut down to a few bytes gives its pages back (through the
+ * quarantine, like any freed block): 64 buffers of 8 MiB, each written and
+ * then shrunk to 100 bytes, leave at most the quarantine's bound and some
+ * slack resident. Staying in place, they kept all 512 MiB (review finding). */
+static void realloc_shrinking_a_huge_block_gives_its_pages_back(void)
+{
+    long before = check_anon_rss();
+    static char *keep[64];
+    for (int i = 0; i < 64; i++) {
+        char *p = malloc((size_t)8 << 20);
+        REQUIRE(p != NULL, "malloc(8 MiB) failed");
+        memset(p, 'x', (size_t)8 << 20);
+        keep[i] = realloc(p, 100);
+        REQUIRE(keep[i] != NULL, "realloc to 100 bytes failed");
+        CHECK(keep[i][99] == 'x', "the shrunk block lost its contents");
+    }
+    long grown_kb = (check_anon_rss() - before) / 1024;
+    long bound_kb = env_byte("EBB_DEBUG_QUARANTINE", 16 << 20) / 1024 + 32 * 1024;
+    printf("    info: 64 blocks of 8 MiB shrunk to 100 bytes: RSS grew by %ld KiB\n", grown_kb);
+    CHECK(grown_kb <= bound_kb, "shrunk huge blocks should give their pages back: RSS grew by "
+          "%ld KiB, more than the quarantine and 32 MiB (%ld KiB)", grown_kb, bound_kb);
+    for (int i = 0; i < 64; i++)
+        free(keep[i]);
 }
 
 /* Alignments of a segment (4 MiB) and more: the block is a huge mapping and
@@ -566,6 +595,7 @@ int main(void)
     RUN_CASE(usable_size_is_the_requested_size);
     RUN_CASE(realloc_keeps_the_contents);
     RUN_CASE(realloc_moves_a_growing_block_once_per_class);
+    RUN_CASE(realloc_shrinking_a_huge_block_gives_its_pages_back);
     RUN_CASE(every_alignment_up_to_1_mib);
     RUN_CASE(segment_alignments_free_and_realloc_cleanly);
     RUN_CASE(quarantine_is_bounded_counted_and_trimmed);
