@@ -564,7 +564,9 @@ static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *w
  *      next call;
  *   2. a free claims a live block, LIVE to BUSY, before it writes anything
  *      into it (its free trace, the fill); a block leaving the quarantine is
- *      claimed, FREED to BUSY, before its fill is checked;
+ *      claimed, FREED to BUSY, before its fill is checked; a realloc in
+ *      place claims it LIVE to RESIZING while it changes the header's size,
+ *      trace and checksum (realloc_in_place), and stores LIVE back;
  *   3. a claim that finds CHECKED_* waits for verify to store the magic back
  *      (verify holds a block only while it reads it, and waits for nothing
  *      meanwhile), then tries again. A free whose CAS finds
@@ -573,7 +575,10 @@ static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *w
  *      quarantine;
  *   4. whatever judges a block by its magic (a pointer given to free or
  *      realloc, the heap walk, the leak report) waits the same way
- *      (debug_magic_settled, debug.h).
+ *      (debug_magic_settled, debug.h), also while it is RESIZING. Since a
+ *      realloc in place changes a live header, the heap walk and the leak
+ *      report copy it while holding the block as verify does (step 1;
+ *      debug_header_intact).
  * So verify reads a block only while nobody else may write it, and what it
  * reports is exact. Before the claims it read blocks as they were being
  * filled (a data race ThreadSanitizer found), and it judged only its own
