@@ -388,9 +388,19 @@ static void drain_slots(void)
 }
 
 /* Debug mode: ebb_debug_verify called over and over beside the workers
- * (verify_beside_the_stress). It must find nothing: the workers make no fault. */
+ * (verify_beside_the_stress). It must find nothing: the workers make no fault.
+ * A heap walk runs between the calls: it reads the headers of live blocks
+ * that the workers free and realloc in place (debug.c, "Claiming a block"). */
 static atomic_bool stress_running;
-static atomic_long verify_calls, verify_problems;
+static atomic_long verify_calls, verify_problems, walk_blocks;
+
+static void walk_count(void *p, size_t n, void *arg)
+{
+    (void)p;
+    (void)n;
+    (void)arg;
+    atomic_fetch_add_explicit(&walk_blocks, 1, memory_order_relaxed);
+}
 
 static void *verify_loop(void *unused)
 {
@@ -398,6 +408,7 @@ static void *verify_loop(void *unused)
     while (atomic_load(&stress_running)) {
         atomic_fetch_add(&verify_problems, (long)ebb_debug_verify());
         atomic_fetch_add(&verify_calls, 1);
+        ebb_heap_walk(NULL, walk_count, NULL);
     }
     return NULL;
 }
@@ -443,7 +454,8 @@ static void run_stress_verified(int nthreads, long ops_per_thread, bool verify)
     CHECK(cross > total / 5, "expected > 20%% cross-thread frees, got %ld of %ld", cross, total);
     if (verify) {
         long calls = atomic_load(&verify_calls), problems = atomic_load(&verify_problems);
-        printf("    ebb_debug_verify ran %ld times beside them\n", calls);
+        printf("    ebb_debug_verify and a heap walk ran %ld times beside them (the walks "
+               "saw %ld blocks)\n", calls, atomic_load(&walk_blocks));
         CHECK(calls > 0, "the verifying thread never finished a call");
         CHECK(problems == 0, "ebb_debug_verify found %ld problems among threads that make no "
               "fault (it reports only real faults, even beside running threads)", problems);
