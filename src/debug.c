@@ -116,30 +116,6 @@ static uint64_t header_check(const debug_header_t *h)
     return x ^ (x >> 29);
 }
 
-static bool block_hold(debug_header_t *h, uint64_t *seen);
-static void block_unhold(debug_header_t *h, uint64_t seen);
-
-bool debug_header_intact(debug_header_t *h, debug_header_t *copy)
-{
-    for (;;) {
-        if (!debug_header_live(h))
-            return false;
-        uint64_t seen;
-        if (block_hold(h, &seen)) {
-            /* Everything but the magic, which others may load meanwhile. */
-            size_t skip = sizeof h->magic;
-            memcpy((uint8_t *)copy + skip, (const uint8_t *)h + skip, sizeof *copy - skip);
-            atomic_init(&copy->magic, seen);
-            block_unhold(h, seen);
-            break;
-        }
-        /* Its magic changed since: look again (a free makes it not live). */
-    }
-    if (copy->check != header_check(copy) || copy->offset < sizeof *copy)
-        return false;
-    size_t usable = alloc_usable_size(h);
-    return copy->offset <= usable && copy->size <= usable - copy->offset;
-}
 
 /* Allocations the C library makes for ebb itself (the scavenger's thread
  * structures, in purge_start_thread) are not the caller's: they get no trace,
@@ -622,6 +598,28 @@ static bool block_hold(debug_header_t *h, uint64_t *seen)
 static void block_unhold(debug_header_t *h, uint64_t seen)
 {
     atomic_store_explicit(&h->magic, seen, memory_order_release);
+}
+
+bool debug_header_intact(debug_header_t *h, debug_header_t *copy)
+{
+    for (;;) {
+        if (!debug_header_live(h))
+            return false;
+        uint64_t seen;
+        if (block_hold(h, &seen)) {
+            /* Everything but the magic, which others may load meanwhile. */
+            size_t skip = sizeof h->magic;
+            memcpy((uint8_t *)copy + skip, (const uint8_t *)h + skip, sizeof *copy - skip);
+            atomic_init(&copy->magic, seen);
+            block_unhold(h, seen);
+            break;
+        }
+        /* Its magic changed since: look again (a free makes it not live). */
+    }
+    if (copy->check != header_check(copy) || copy->offset < sizeof *copy)
+        return false;
+    size_t usable = alloc_usable_size(h);
+    return copy->offset <= usable && copy->size <= usable - copy->offset;
 }
 
 /* Steps 2 and 3: magic `from` to `to`, waiting while verify holds the block.
@@ -1495,9 +1493,9 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
  * times: 2.8 s against 0.05 s in release mode). With "move" every realloc
  * moves, as AddressSanitizer's does, so that a stale pointer to the old
  * block lands in the quarantine and its use is reported. */
-static bool realloc_fits(debug_header_t *h, size_t size)
+static bool realloc_fits(debug_header_t *h, size_t size, size_t usable)
 {
-    size_t usable = block_bytes(h), need = size + h->offset + TAIL_MIN;
+    size_t need = size + h->offset + TAIL_MIN;
     /* Shrinking below half the block moves it, as release mode does: a huge
      * buffer cut down to a few bytes must not keep its pages. */
     return size <= usable - h->offset - TAIL_MIN && need >= usable / 2;
@@ -1505,7 +1503,7 @@ static bool realloc_fits(debug_header_t *h, size_t size)
 
 /* The block is live and its canary checked. Claimed while it changes, as
  * a free claims it (a racing free or verify waits or reports). */
-static void *realloc_in_place(debug_header_t *h, size_t size)
+static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable)
 {
     uint8_t *p = user_of(h);
     uint32_t trace = capture(); /* before the claim: readers wait while it is held */
@@ -1526,7 +1524,7 @@ static void *realloc_in_place(debug_header_t *h, size_t size)
      * child's leak report counts it as its own, as it would a moved block). */
     h->flags = (uint8_t)((unsigned)debug_fork_depth << DEBUG_FORK_DEPTH_SHIFT);
     h->check = header_check(h);
-    memset(user_of(h) + size, CANARY_BYTE, tail_of(h));
+    memset(p + size, CANARY_BYTE, tail_len(h, usable)); /* the padding's canary is as it was */
     atomic_store_explicit(&h->magic, DEBUG_MAGIC_LIVE ^ (uintptr_t)h, memory_order_release);
     return p;
 }
@@ -1544,11 +1542,12 @@ static void *realloc_impl(void *p, size_t size)
         free_impl(p, 0, 0, DEBUG_FREE_PLAIN);
         return NULL;
     }
-    const uint8_t *bad = canary_broken(h, tail_of(h));
+    size_t usable = block_bytes(h);
+    const uint8_t *bad = canary_broken(h, tail_len(h, usable));
     if (bad)
         report_overflow(h, bad, "found at realloc");
-    if (!cfg.realloc_moves && realloc_fits(h, size))
-        return realloc_in_place(h, size);
+    if (!cfg.realloc_moves && realloc_fits(h, size, usable))
+        return realloc_in_place(h, size, usable);
     size_t alignment = h->align_log2 ? (size_t)1 << h->align_log2 : 0;
     /* The new block is filled only past what is copied into it. One that
      * grows beyond SMALL_MAX gets an eighth more room underneath, so that a
