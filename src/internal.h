@@ -153,6 +153,14 @@ void __tsan_acquire(void *addr);
  * delay, so an idle program that wakes up does not start with an mmap. */
 #define SEGMENT_STANDBY 1
 
+/* A process that never created a thread and fits in one segment gets no
+ * scavenger thread (purge.c, "solo"): it keeps at most this many bytes of
+ * freed slices waiting for the passes its own allocator calls run, and
+ * purges beyond them at free. 1 MiB: what a small tool frees and reuses
+ * (the stdio buffers, a parser's tables); a program that frees more gets
+ * the thread, and the full purge delay, at its next allocation. */
+#define SOLO_PENDING_MAX ((size_t)1024 * 1024)
+
 /* Freed huge mappings kept for reuse (purged after the purge delay, unmapped
  * after the unmap delay): at most this many, and at most this many bytes.
  * 16 rather than 8: with 8 threads freeing and allocating 2-8 MiB blocks,
@@ -221,8 +229,17 @@ void __tsan_acquire(void *addr);
  *      malloc_trim), and the reuse cache of
  *      16..128 KiB blocks out of it (a quarter of that bound; purged and
  *      released between one and two purge delays after they came, debug.c).
+ *   8. A solo process (one that never made a thread, with one segment and no
+ *      huge block) has no scavenger: up to SOLO_PENDING_MAX of its freed
+ *      slices (1) and its retained pages (2) wait for the passes its own
+ *      allocator calls run (purge.c, "solo").
+ *   9. glibc allocates the scavenger's TLS vector (a few hundred bytes) from
+ *      the heap of the thread that starts it. If that thread exits, its
+ *      segment stays abandoned (3) with that block live: once per process,
+ *      4 MiB of address space with its header and one page resident.
  * So an idle process holds, beyond its live blocks, at most: page headers,
- * SEGMENT_STANDBY header pages, and nothing else once EBB_UNMAP_DELAY passed.
+ * SEGMENT_STANDBY header pages, and nothing else once EBB_UNMAP_DELAY passed
+ * (in a solo process, also 8).
  * ------------------------------------------------------------------------- */
 
 /* ---------------------------------------------------------------------------
@@ -638,6 +655,10 @@ void os_write_fd(int fd, const char *s, size_t len);
 void os_close(int fd);
 int os_getpid(void);
 int os_gettid(void);
+/* True while the process has never created a thread (glibc's
+ * __libc_single_threaded); false where the C library cannot tell. Once false,
+ * false for good. */
+bool os_single_threaded(void);
 /* False once the thread `tid` of this process has exited. */
 bool os_thread_alive(int tid);
 /* Read the byte at p without faulting: 1 and *out set if it is mapped, 0 if
@@ -713,6 +734,10 @@ void purge_want_thread(void);
  * EBB_PURGE_DELAY=0, and while no scavenger exists to purge it later (the
  * thread is then asked for). */
 bool purge_at_free(void);
+/* The same for a run of slices (`mask`) that a free is about to leave dirty
+ * in `seg`: also true when a solo process would have more than
+ * SOLO_PENDING_MAX waiting for a pass with it (purge.c, "solo"). */
+bool purge_slices_at_free(const segment_t *seg, uint64_t mask);
 /* Run a pass now; with `force`, return everything regardless of age. */
 void purge_run(bool force);
 /* Lock order for fork (heap.c): pass_lock first, purge_lock after segment.c's. */

@@ -61,7 +61,8 @@
  *   step.
  *
  * The thread is started lazily: it is wanted once the process has something
- * to purge or maps its second segment (or a huge block), and it is created by
+ * to purge and is not solo (below: no thread of its own, one segment, little
+ * freed), or maps its second segment (or a huge block), and it is created by
  * the next allocation slow path (purge_poll(true)), holding no lock of ours.
  * Never from inside free(): the C library frees some memory while holding its
  * own locks (glibc frees a joined thread's TLS under the stack-cache lock),
@@ -132,12 +133,38 @@ int purge_thread_state(void)
     return atomic_load_explicit(&thread_state, memory_order_relaxed);
 }
 
+/* A solo process has never created a thread, has mapped one segment and no
+ * huge block, and holds at most SOLO_PENDING_MAX bytes of freed slices
+ * waiting for a pass. It gets no scavenger: a thread would cost it what every
+ * threaded process pays under glibc (locked stdio, slower forks, and
+ * unshare(CLONE_NEWUSER) refused; docs/memory-return.md), and it has too
+ * little to give back to need one. Its passes run inline from its allocator
+ * calls (purge_poll), so when it goes idle it keeps at most SOLO_PENDING_MAX
+ * of freed slices plus its retained pages (internal.h, items 1 and 2). It
+ * stops being solo for good, and asks for the thread, at the first of: a
+ * thread in the process (seen at the next purge_wake, purge_poll or free
+ * that leaves something), a second segment or a huge block (purge_want_thread),
+ * or a free that would take its pending slices past the bound (that free
+ * purges at once instead, as every free does until the thread runs). */
+static atomic_int solo_over;
+
+static bool purge_solo(void)
+{
+    if (atomic_load_explicit(&solo_over, memory_order_relaxed))
+        return false;
+    if (os_single_threaded())
+        return true;
+    purge_want_thread(); /* a thread appeared: from now on, the scavenger's job */
+    return false;
+}
+
 /* The scavenger thread starts only on an allocation path (see the top of
  * this file). A process may free its memory and go idle before one runs
  * again: without a thread, delayed work would then wait forever. So until
  * the thread exists, frees purge what they leave at once (as with
  * EBB_PURGE_DELAY=0). It is a short window: such a free asks for the thread,
- * and the next allocation slow path starts it. With EBB_BACKGROUND=0, or when
+ * and the next allocation slow path starts it. A solo process (above) defers
+ * its frees to its own inline passes instead. With EBB_BACKGROUND=0, or when
  * the thread could not be created, passes run inline from allocator calls
  * instead, as documented for that option. */
 bool purge_at_free(void)
@@ -147,6 +174,26 @@ bool purge_at_free(void)
         return true;
     if (delay < 0 || atomic_load_explicit(&thread_state, memory_order_relaxed) != THREAD_NONE)
         return false;
+    if (purge_solo())
+        return false;
+    purge_want_thread();
+    return true;
+}
+
+bool purge_slices_at_free(const segment_t *seg, uint64_t mask)
+{
+    long delay = option_get(OPT_PURGE_DELAY);
+    if (delay == 0)
+        return true;
+    if (delay < 0 || atomic_load_explicit(&thread_state, memory_order_relaxed) != THREAD_NONE)
+        return false;
+    if (purge_solo()) {
+        /* A solo process has this one segment: its dirty slices are all the
+         * slices it has waiting for a pass. */
+        uint64_t dirty = atomic_load_explicit(&seg->dirty_slices, memory_order_relaxed) | mask;
+        if ((size_t)__builtin_popcountll(dirty) * SLICE_SIZE <= SOLO_PENDING_MAX)
+            return false;
+    }
     purge_want_thread();
     return true;
 }
@@ -318,6 +365,9 @@ void purge_wake(void)
 {
     if (purge_delay_ms() < 0)
         return; /* never purge on our own; malloc_trim still works */
+    bool solo = purge_solo(); /* before the exchange: a solo process's inline
+                               * passes may keep purge_work at 1 when a thread
+                               * appears, and then it must still ask for ours */
     if (atomic_exchange(&purge_work, 1) != 0)
         return;
     int state = atomic_load(&thread_state);
@@ -329,7 +379,7 @@ void purge_wake(void)
         pthread_mutex_lock(&wake_mutex);
         pthread_cond_signal(&wake_cond);
         pthread_mutex_unlock(&wake_mutex);
-    } else if (state == THREAD_NONE) {
+    } else if (state == THREAD_NONE && !solo) {
         purge_want_thread();
     }
 }
@@ -433,6 +483,8 @@ static void purge_start_thread(void)
 
 void purge_want_thread(void)
 {
+    if (!atomic_load_explicit(&solo_over, memory_order_relaxed))
+        atomic_store_explicit(&solo_over, 1, memory_order_relaxed);
     if (atomic_load_explicit(&thread_state, memory_order_relaxed) == THREAD_NONE &&
         !atomic_load_explicit(&thread_wanted, memory_order_relaxed))
         atomic_store_explicit(&thread_wanted, 1, memory_order_relaxed);
@@ -449,6 +501,11 @@ void purge_poll(bool may_start)
         purge_start_thread();
         return;
     }
+    /* After the start above: glibc marks the process threaded before its
+     * pthread_create allocates the new thread's TLS vector, so this call
+     * may be that allocation; ours starts at a later one. */
+    if (state == THREAD_NONE)
+        (void)purge_solo();
     if (state == THREAD_STARTING)
         return;
     /* No thread (disabled or failed): a pass inline, at most one per delay. */
@@ -538,6 +595,12 @@ void purge_fork_child_restart(void)
     }
     if (state != THREAD_NONE)
         return;
+    if (purge_solo()) {
+        /* Inherited from a solo parent: at most SOLO_PENDING_MAX waits, for
+         * the child's own inline passes, as it did for the parent's. */
+        atomic_store(&purge_work, purge_delay_ms() >= 0 && purge_pending());
+        return;
+    }
     if (resident || option_get(OPT_STATS_INTERVAL) > 0) { /* the samples come from it */
         if (resident)
             atomic_store(&purge_work, 1);

@@ -541,7 +541,7 @@ static page_t *segment_run_init(segment_t *seg, size_t idx, size_t count)
 static void segment_release_run(segment_t *seg, size_t idx, size_t count)
 {
     uint64_t mask = run_mask(idx, count);
-    if (purge_at_free()) {
+    if (purge_slices_at_free(seg, mask)) {
         /* Purge at once: the run is still ours until its free bits are set. */
         if (os_purge((uint8_t *)seg + idx * SLICE_SIZE, count * SLICE_SIZE))
             atomic_fetch_or_explicit(&seg->fresh_slices, mask, memory_order_relaxed);

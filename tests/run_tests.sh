@@ -186,6 +186,7 @@ run_test programs_python 300 -- bash tests/test_programs.sh python
 run_test programs_gcc 300 -- bash tests/test_programs.sh gcc
 run_test programs_git 300 -- bash tests/test_programs.sh git
 run_test programs_sort 300 -- bash tests/test_programs.sh sort
+run_test programs_unshare 60 -- bash tests/test_programs.sh unshare
 
 # The memory-return tests (tests/test_purge.c).
 source tests/purge_tests.sh

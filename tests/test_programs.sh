@@ -13,10 +13,14 @@
 #            scratch repository with fixed names and dates
 #   sort     sort of a million generated lines (several keys, parallel):
 #            same sha256
+#   unshare  util-linux unshare --user: unshare(CLONE_NEWUSER) fails with
+#            EINVAL in a multi-threaded process, so it works under ebb only if
+#            ebb starts no thread in a program that has none (skipped where
+#            the system refuses user namespaces without ebb too)
 #
 # Exit 0 pass, 1 fail, 77 skip (a tool is missing; the last line says which).
 set -u
-MODE=${1:?usage: test_programs.sh loaded|python|gcc|git|sort}
+MODE=${1:?usage: test_programs.sh loaded|python|gcc|git|sort|unshare}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 LIB=${TEST_LIB:-$ROOT/build/libebb.so}
 case $LIB in /*) ;; *) LIB=$ROOT/$LIB ;; esac
@@ -185,8 +189,27 @@ mode_sort() {
     [ $fails -eq 0 ] && echo "[  OK  ] sort_of_a_million_lines_same_sha256" || echo "[ FAIL ] sort_of_a_million_lines_same_sha256"
 }
 
+# ---------------------------------------------------------------- unshare
+unshare_workload() {
+    unshare --user sh -c 'echo "in a new user namespace"; grep "^Threads:" /proc/self/status'
+    unshare --user --map-root-user sh -c 'id -u; tr a-z A-Z </etc/os-release | sort | head -n 3'
+}
+mode_unshare() {
+    need unshare
+    need sh
+    if ! unshare --user true 2>/dev/null; then
+        echo "user namespaces are refused here even without ebb (unshare --user true fails)"
+        exit 77
+    fi
+    echo "[ RUN  ] unshare_user_namespace_works_as_without_ebb"
+    run_both unshare unshare_workload
+    cat "$TMP/unshare.ebb.out"
+    [ $fails -eq 0 ] && echo "[  OK  ] unshare_user_namespace_works_as_without_ebb" || echo "[ FAIL ] unshare_user_namespace_works_as_without_ebb"
+}
+
 case $MODE in
     loaded) mode_loaded ;;
+    unshare) mode_unshare ;;
     python) mode_python ;;
     gcc) mode_gcc ;;
     git) mode_git ;;

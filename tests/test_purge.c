@@ -58,6 +58,7 @@
 #include <stddef.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -347,18 +348,20 @@ static UNUSED bool expect_rss_back(long base, long margin, long held, const char
     return r.reached;
 }
 
-/* Start the scavenger thread as a program would: a freed run wants it, and
+/* Start the scavenger thread as a program would: a huge block wants it, and
  * the next allocation's slow path starts it; then purge what that left. For
- * cases about delayed purges: until the thread runs, frees purge at once. */
+ * cases about delayed purges: until the thread runs, frees purge at once.
+ * (A freed 1 MiB run alone no longer does in a process with no thread: it
+ * stays within what such a process keeps for its own passes, purge.c "solo".) */
 static UNUSED void scavenger_start(void)
 {
-    free(malloc(MiB));
-    free(malloc(MiB));
+    free(malloc(4 * MiB));
+    free(malloc(4 * MiB));
     ebb_collect(true);
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
     ebb_stats_get(&st);
-    REQUIRE(st.scavenger_running, "the scavenger thread should run after a freed 1 MiB block "
-            "and another malloc(1 MiB)");
+    REQUIRE(st.scavenger_running, "the scavenger thread should run after a freed 4 MiB block "
+            "and another malloc(4 MiB)");
 }
 
 /* ---------------------------------------------------------------------------
@@ -3054,6 +3057,161 @@ static void child_forked_child_starts_its_scavenger_lazily(void)
     CHECK(st == 0, "the child forked with a free pending failed (status %d; -2: timed out)", st);
 }
 
+/* ---------------------------------------------------------------------------
+ * 4b. A process that never made a thread and fits in one segment gets no
+ * scavenger (purge.c, "solo"): a thread would lock its stdio, slow its forks
+ * and make unshare(CLONE_NEWUSER) fail with EINVAL. Its frees wait for the
+ * passes its own allocator calls run, at most SOLO_PENDING_MAX (1 MiB) of
+ * freed slices; a free past that purges at once and asks for the thread,
+ * which the next allocation starts. A child forked from it is solo too. A
+ * process with a thread of its own is not solo: its smallest frees go back
+ * while it sleeps.
+ * ------------------------------------------------------------------------- */
+#define SOLO_PENDING_MAX_BYTES ((long)(1024 * KiB)) /* src/internal.h, SOLO_PENDING_MAX */
+#define SOLO_BLOCK ((size_t)448 * KiB)              /* a run of 7 slices of 64 KiB */
+
+/* Two allocation slow paths a purge delay apart, as a program's own calls
+ * would be: the first inline pass marks what waits, the second purges it
+ * (a slice is purged once two passes saw it free). */
+static void solo_own_calls_a_delay_apart(void)
+{
+    long delay = opt_purge_delay_ms();
+    for (int k = 0; k < 3; k++) {
+        void *p = malloc(150 * KiB); /* a large run: alloc_generic, a slow path */
+        REQUIRE(p != NULL, "malloc(150 KiB) returned NULL");
+        free(p);
+        if (k < 2)
+            sleep_ms(delay + 20);
+    }
+}
+
+static void solo_child_purges_what_it_inherited(void)
+{
+    expect_no_scavenger_yet("in the child of a solo process");
+    long held = rss_now();
+    solo_own_calls_a_delay_apart();
+    long after = rss_now();
+    printf("    info: solo child: inherited 896 KiB waiting, RSS %.2f MiB, after its own calls %.2f "
+           "MiB\n", mib(held), mib(after));
+    CHECK(held - after >= (long)(640 * KiB), "the child's own allocator calls should purge the "
+          "896 KiB it inherited waiting for a pass: RSS fell by %ld KiB", (held - after) / (long)KiB);
+    expect_no_scavenger_yet("in the child, after its own passes");
+    grandchild_exit();
+}
+
+static void child_solo_process_keeps_a_bounded_few_frees_for_its_own_passes(void)
+{
+    expect_no_scavenger_yet("at the start");
+    REQUIRE(__libc_single_threaded, "the process should be single-threaded for glibc");
+    long delay = opt_purge_delay_ms();
+    long base = rss_settled();
+    void *b[4];
+
+    /* 1. 896 KiB freed: kept for the process's own passes. */
+    for (int i = 0; i < 2; i++) {
+        REQUIRE((b[i] = malloc(SOLO_BLOCK)) != NULL, "malloc(448 KiB) returned NULL");
+        touch(b[i], SOLO_BLOCK, i + 1);
+    }
+    unsigned long purges0 = os_purge_calls();
+    free(b[0]);
+    free(b[1]);
+    CHECK(os_purge_calls() == purges0, "896 KiB freed, within the 1 MiB a solo process keeps, "
+          "should wait for a pass; the frees purged %lu times", os_purge_calls() - purges0);
+    sleep_ms(3 * delay);
+    expect_no_scavenger_yet("idle 3 purge delays after freeing 896 KiB");
+    CHECK(__libc_single_threaded, "ebb made the process multi-threaded for glibc");
+    long idle = rss_now();
+    CHECK(idle - base <= SOLO_PENDING_MAX_BYTES + (long)(256 * KiB),
+          "an idle solo process keeps at most 1 MiB of freed slices: RSS +%ld KiB",
+          (idle - base) / (long)KiB);
+
+    /* 2. A child forked now is solo too, and its own calls purge its copy. */
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork failed: %s", strerror(errno));
+    if (pid == 0)
+        solo_child_purges_what_it_inherited();
+    int st = forked_child_status(pid);
+    CHECK(st == 0, "the child of the solo process failed (status %d; -2: timed out)", st);
+
+    /* 3. The process's own calls, a delay apart, give it back. */
+    solo_own_calls_a_delay_apart();
+    long after = rss_now();
+    printf("    info: solo: before %.2f MiB, idle with 896 KiB freed %.2f MiB, after its own calls "
+           "%.2f MiB\n", mib(base), mib(idle), mib(after));
+    CHECK(after - base <= (long)(320 * KiB), "the solo process's own allocator calls, a purge delay "
+          "apart, should purge what waited: RSS +%ld KiB", (after - base) / (long)KiB);
+    CHECK(os_purge_calls() > purges0, "the inline passes should have purged something");
+    expect_no_scavenger_yet("after its own passes");
+
+    /* 4. 1.75 MiB freed: past the bound, the rest is purged by the frees,
+     * and the thread is asked for; the next allocation starts it. */
+    for (int i = 0; i < 4; i++) {
+        REQUIRE((b[i] = malloc(SOLO_BLOCK)) != NULL, "malloc(448 KiB) returned NULL");
+        touch(b[i], SOLO_BLOCK, i + 1);
+    }
+    for (int i = 0; i < 4; i++)
+        free(b[i]);
+    long over = rss_now();
+    CHECK(over - base <= SOLO_PENDING_MAX_BYTES + (long)(256 * KiB),
+          "frees past the 1 MiB bound should purge at once: RSS +%ld KiB right after 1.75 MiB of "
+          "frees", (over - base) / (long)KiB);
+    expect_no_scavenger_yet("right after the frees past the bound (free starts no thread)");
+    void *p = malloc(150 * KiB);
+    REQUIRE(p != NULL, "malloc(150 KiB) returned NULL");
+    CHECK(purge_thread_state() == STATE_RUNNING, "the allocation after frees past the bound should "
+          "start the scavenger (state 2); state %d", purge_thread_state());
+    free(p);
+    expect_rss_back(base, 320 * KiB, rss_now(), "solo process past its bound, then idle");
+}
+
+static void solo_process_keeps_a_bounded_few_frees_for_its_own_passes(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_solo_process_keeps_a_bounded_few_frees_for_its_own_passes", env, 30);
+}
+
+static pthread_barrier_t solo_barrier;
+
+static void *solo_sleeper_main(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&solo_barrier); /* no allocator call of its own */
+    return NULL;
+}
+
+static void child_process_with_a_thread_is_not_solo(void)
+{
+    expect_no_scavenger_yet("at the start");
+    pthread_barrier_init(&solo_barrier, NULL, 2);
+    pthread_t t;
+    REQUIRE(start_thread(&t, 64 * KiB, solo_sleeper_main, NULL) == 0, "pthread_create failed");
+    long base = rss_settled();
+    void *b = malloc(SOLO_BLOCK);
+    REQUIRE(b != NULL, "malloc(448 KiB) returned NULL");
+    touch(b, SOLO_BLOCK, 1);
+    free(b); /* wants the scavenger: the process has a thread */
+    void *p = malloc(150 * KiB);
+    REQUIRE(p != NULL, "malloc(150 KiB) returned NULL");
+    CHECK(purge_thread_state() == STATE_RUNNING, "with a thread of the program's, a 448 KiB free and "
+          "the next allocation should start the scavenger (state 2); state %d", purge_thread_state());
+    free(p);
+    b = malloc(SOLO_BLOCK);
+    REQUIRE(b != NULL, "malloc(448 KiB) returned NULL");
+    touch(b, SOLO_BLOCK, 2);
+    long held = rss_now();
+    free(b); /* now left for the scavenger, which purges it while we sleep */
+    expect_rss_back(base, 128 * KiB, held, "448 KiB freed by a process with a sleeping thread, idle");
+    pthread_barrier_wait(&solo_barrier);
+    pthread_join(t, NULL);
+}
+
+static void process_with_a_thread_is_not_solo(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_process_with_a_thread_is_not_solo", env, 30);
+}
+
 /* Review findings: with EBB_PURGE_DELAY=-1 (no purge but malloc_trim) the
  * child started a thread for the parent's freed run, which nothing could
  * ever wake, or with EBB_BACKGROUND=0 ran passes at its allocator calls that
@@ -3471,16 +3629,20 @@ static void child_free_while_scavenger_starts_wakes_it(void)
 {
     REQUIRE(purge_thread_state() == STATE_NONE, "no scavenger should exist yet; state %d",
             purge_thread_state());
+    long base = rss_settled();
+    /* Allocated while the process has no thread and one segment: it wants
+     * no scavenger (purge.c, "solo"). */
+    window.block = malloc(1536 * KiB);
+    REQUIRE(window.block != NULL, "malloc returned NULL");
+    touch(window.block, 1536 * KiB, 1);
     pthread_t t;
     REQUIRE(start_thread(&t, 256 * KiB, free_in_starting_window, NULL) == 0,
             "pthread_create failed");
-    long base = rss_settled();
+    /* The program's thread wants ours, which starts at an allocation after
+     * pthread_create returned, and spends the 600 ms window inside it. */
+    REQUIRE(purge_thread_state() == STATE_NONE, "the scavenger should not start inside the "
+            "program's pthread_create; state %d", purge_thread_state());
     purge_inject_start_delay(600);
-    /* A huge block wants the scavenger; the next allocation starts it, and
-     * spends the 600 ms window inside malloc. */
-    window.block = malloc(16 * MiB);
-    REQUIRE(window.block != NULL, "malloc returned NULL");
-    touch(window.block, 16 * MiB, 1);
     for (int i = 0; i < 100 && purge_thread_state() == STATE_NONE; i++)
         free(malloc(256 * KiB));
     purge_inject_start_delay(0);
@@ -3488,7 +3650,7 @@ static void child_free_while_scavenger_starts_wakes_it(void)
     REQUIRE(atomic_load(&window.freed), "the helper did not free the block");
     CHECK(purge_thread_state() == STATE_RUNNING, "the scavenger should be running (state 2); it is %d",
           purge_thread_state());
-    expect_rss_back(base, 4 * MiB, rss_now(), "16 MiB freed while the scavenger was starting");
+    expect_rss_back(base, 512 * KiB, rss_now(), "1.5 MiB freed while the scavenger was starting");
 }
 
 static void free_while_the_scavenger_starts_still_wakes_it(void)
@@ -3574,6 +3736,11 @@ static void *standby_worker_main(void *arg)
 
 static void child_segment_cache_keeps_only_its_standby(void)
 {
+    /* The scavenger first, from this thread: pthread_create allocates the
+     * new thread's TLS vector from its creator's heap, and a worker that
+     * started it would leave that block, and so its segment, behind when it
+     * exits (internal.h, "What ebb keeps", item 3). */
+    scavenger_start();
     void *warm = malloc(64);
     free(warm);
     size_t base = os_mapped_bytes();
@@ -3810,6 +3977,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_frees_racing_purge_passes_are_purged_not_unmapped),
     CHILD_CASE(child_fork_amid_racing_passes_purged_not_unmapped),
     CHILD_CASE(child_idle_process_gets_no_wakeups),
+    CHILD_CASE(child_solo_process_keeps_a_bounded_few_frees_for_its_own_passes),
+    CHILD_CASE(child_process_with_a_thread_is_not_solo),
     CHILD_CASE(child_forked_child_starts_its_scavenger_lazily),
     CHILD_CASE(child_forked_child_thread_follows_the_options),
     CHILD_CASE(child_fork_in_the_recheck_window_keeps_the_wakeup),
@@ -3850,6 +4019,8 @@ int main(int argc, char **argv)
     RUN_CASE(loop_of_4_mib_huge_blocks_maps_o1);
     RUN_CASE(idle_process_gets_no_wakeups_and_thread_starts_lazily);
     RUN_CASE(forked_child_starts_its_scavenger_lazily);
+    RUN_CASE(solo_process_keeps_a_bounded_few_frees_for_its_own_passes);
+    RUN_CASE(process_with_a_thread_is_not_solo);
     RUN_CASE(forked_child_thread_follows_the_options);
     RUN_CASE(fork_in_the_recheck_window_keeps_the_wakeup);
     RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
