@@ -248,6 +248,26 @@ EBB_API void ebb_free(void *p)
     alloc_free_inline(p);
 }
 
+ebb_internal atomic_uint alloc_calloc_slow;
+
+/* calloc of more than DIRECT_MAX, or while alloc_calloc_slow asks for more
+ * than the fast path. */
+static ebb_noinline void *alloc_calloc_slow_path(size_t total, unsigned slow)
+{
+    /* Debug mode: through the generic path, so the block is zeroed instead
+     * of filled and then zeroed, and its header says it was (debug.c). */
+    if (total > DIRECT_MAX || (slow & CALLOC_DEBUG))
+        return alloc_generic(total, 0, true);
+    void *p = alloc_malloc_inline(total);
+    if (p)
+        memset(p, 0, total);
+    /* No scavenger yet, and a thread wanted or the process threaded: this
+     * may be glibc's calloc of a new thread's TLS vector, the one allocation
+     * sure to follow a program's first pthread_create (purge.c, "solo"). */
+    purge_poll_start();
+    return p;
+}
+
 EBB_API void *ebb_calloc(size_t n, size_t size)
 {
     size_t total;
@@ -255,15 +275,17 @@ EBB_API void *ebb_calloc(size_t n, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    /* Debug mode: through the generic path, so the block is zeroed instead
-     * of filled and then zeroed, and its header says it was (debug.c). */
-    if (total <= DIRECT_MAX && ebb_likely(!debug_enabled)) {
+    /* The fast path: no debug mode, and no scavenger to start (none wanted,
+     * and either one runs or the process is still single-threaded). */
+    unsigned slow = atomic_load_explicit(&alloc_calloc_slow, memory_order_relaxed);
+    if (total <= DIRECT_MAX &&
+        ebb_likely(slow == 0 || (slow == CALLOC_WATCH_THREADS && os_single_threaded()))) {
         void *p = alloc_malloc_inline(total);
         if (p)
             memset(p, 0, total);
         return p;
     }
-    return alloc_generic(total, 0, true);
+    return alloc_calloc_slow_path(total, slow);
 }
 
 EBB_API void *ebb_realloc(void *p, size_t size)

@@ -106,6 +106,7 @@ void debug_init(void)
     override_register_entry_points();
     trace_cache_init();
     debug_enabled = true;
+    atomic_fetch_or_explicit(&alloc_calloc_slow, CALLOC_DEBUG, memory_order_relaxed);
 }
 
 static uint64_t header_check(const debug_header_t *h)

@@ -37,6 +37,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+#include <sys/single_threaded.h>
+#endif
 
 #include "ebb.h"
 
@@ -656,9 +659,18 @@ void os_close(int fd);
 int os_getpid(void);
 int os_gettid(void);
 /* True while the process has never created a thread (glibc's
- * __libc_single_threaded); false where the C library cannot tell. Once false,
- * false for good. */
-bool os_single_threaded(void);
+ * __libc_single_threaded); false where the C library cannot tell. glibc
+ * clears it before it creates the process's first thread and (2.36) never
+ * sets it again: not after a join, nor in the child of a multi-threaded
+ * parent. Inline: calloc reads it while no scavenger exists (purge.c). */
+static inline bool os_single_threaded(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+    return __libc_single_threaded != 0;
+#else
+    return false; /* cannot tell: behave as a threaded process */
+#endif
+}
 /* False once the thread `tid` of this process has exited. */
 bool os_thread_alive(int tid);
 /* Read the byte at p without faulting: 1 and *out set if it is mapped, 0 if
@@ -728,6 +740,20 @@ void purge_wake(void);
  * wanted and `may_start` (allocation paths only, never free: see purge.c), or
  * run a pass inline when there is no thread and one is due. */
 void purge_poll(bool may_start);
+/* The same for an allocation that took no slow path (calloc's, while it
+ * watches: alloc_calloc_slow): only the start of a wanted thread, no pass. */
+void purge_poll_start(void);
+/* calloc's state (alloc.c, ebb_calloc): its fast path runs while this is 0
+ * (one load and one branch, as debug_enabled alone was before), or is
+ * CALLOC_WATCH_THREADS and the process single-threaded. Bits:
+ * CALLOC_DEBUG, set once by debug_init (debug mode zeroes in its own path);
+ * CALLOC_WATCH_THREADS, while no scavenger exists in a solo process: a calloc
+ * that finds the process threaded starts ours, and the program's first
+ * pthread_create callocs the new thread's TLS vector (purge.c, "solo");
+ * CALLOC_WATCH_WANTED, while a scavenger is wanted and not started: every
+ * calloc may start it. purge.c sets and clears the two WATCH bits. */
+enum { CALLOC_DEBUG = 1, CALLOC_WATCH_THREADS = 2, CALLOC_WATCH_WANTED = 4 };
+extern ebb_internal atomic_uint alloc_calloc_slow;
 /* The process holds real memory: the scavenger will be started (lazily). */
 void purge_want_thread(void);
 /* What a free leaves must be purged by the free itself, now: with

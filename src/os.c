@@ -12,10 +12,6 @@
 #include <sys/auxv.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
-#include <sys/single_threaded.h>
-#define OS_KNOWS_SINGLE_THREADED 1
-#endif
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -172,18 +168,6 @@ bool os_thread_alive(int tid)
     bool alive = syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
     errno = saved;
     return alive;
-}
-
-bool os_single_threaded(void)
-{
-#ifdef OS_KNOWS_SINGLE_THREADED
-    /* glibc clears it before it creates the process's first thread, and
-     * (2.36) never sets it again: not after a join, nor in the child of a
-     * multi-threaded parent. A plain byte, read once. */
-    return __libc_single_threaded != 0;
-#else
-    return false; /* cannot tell: behave as a threaded process */
-#endif
 }
 
 uint64_t os_now_us(void)

@@ -142,16 +142,39 @@ int purge_thread_state(void)
  * calls (purge_poll), so when it goes idle it keeps at most SOLO_PENDING_MAX
  * of freed slices plus its retained pages (internal.h, items 1 and 2). It
  * stops being solo for good, and asks for the thread, at the first of: a
- * thread in the process (seen at the next purge_wake, purge_poll or free
- * that leaves something), a second segment or a huge block (purge_want_thread),
- * or a free that would take its pending slices past the bound (that free
- * purges at once instead, as every free does until the thread runs). */
+ * second segment or a huge block (purge_want_thread), a free that would take
+ * its pending slices past the bound (that free purges at once instead, as
+ * every free does until the thread runs), or a thread in the process. The
+ * program's first pthread_create is where that shows: glibc marks the
+ * process threaded, then callocs the new thread's TLS vector; that calloc
+ * starts ours (purge_poll, or purge_poll_start for a calloc that took no
+ * slow path: internal.h, alloc_calloc_slow), holding no lock of glibc's
+ * (allocate_stack callocs the vector before it takes any). Otherwise a process whose new
+ * thread only freed, and which then slept, would have no scavenger to
+ * collect those frees: free never starts it (review finding).
+ * Debug mode is never solo: its quarantine (internal.h, item 7) waits for
+ * passes, and a solo process that went idle would keep it. */
 static atomic_int solo_over;
+
+
+/* Set calloc's watch bits (internal.h, alloc_calloc_slow) to `bits`. */
+static void calloc_watch(unsigned bits)
+{
+    const unsigned mask = CALLOC_WATCH_THREADS | CALLOC_WATCH_WANTED;
+    unsigned old = atomic_load_explicit(&alloc_calloc_slow, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&alloc_calloc_slow, &old, (old & ~mask) | bits,
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+}
 
 static bool purge_solo(void)
 {
     if (atomic_load_explicit(&solo_over, memory_order_relaxed))
         return false;
+    if (debug_enabled) {
+        purge_want_thread();
+        return false;
+    }
     if (os_single_threaded())
         return true;
     purge_want_thread(); /* a thread appeared: from now on, the scavenger's job */
@@ -210,10 +233,13 @@ static long purge_delay_ms(void)
 
 void purge_init(void)
 {
-    if (!option_get(OPT_BACKGROUND))
+    if (!option_get(OPT_BACKGROUND)) {
         atomic_store(&thread_state, THREAD_DISABLED);
-    else if (option_get(OPT_STATS_INTERVAL) > 0)
-        purge_want_thread(); /* the samples come from the scavenger */
+    } else {
+        calloc_watch(CALLOC_WATCH_THREADS);
+        if (option_get(OPT_STATS_INTERVAL) > 0)
+            purge_want_thread(); /* the samples come from the scavenger */
+    }
     stats_init();
 }
 
@@ -474,6 +500,7 @@ static void purge_start_thread(void)
         os_sleep_ms(delay);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     atomic_store(&thread_state, rc == 0 ? THREAD_RUNNING : THREAD_FAILED);
+    calloc_watch(0);
     if (rc != 0) {
         static const char msg[] = "ebb: cannot start the background purge thread; "
                                   "memory is returned during allocator calls only\n";
@@ -486,8 +513,10 @@ void purge_want_thread(void)
     if (!atomic_load_explicit(&solo_over, memory_order_relaxed))
         atomic_store_explicit(&solo_over, 1, memory_order_relaxed);
     if (atomic_load_explicit(&thread_state, memory_order_relaxed) == THREAD_NONE &&
-        !atomic_load_explicit(&thread_wanted, memory_order_relaxed))
+        !atomic_load_explicit(&thread_wanted, memory_order_relaxed)) {
         atomic_store_explicit(&thread_wanted, 1, memory_order_relaxed);
+        calloc_watch(CALLOC_WATCH_WANTED);
+    }
 }
 
 void purge_poll(bool may_start)
@@ -495,17 +524,14 @@ void purge_poll(bool may_start)
     int state = atomic_load_explicit(&thread_state, memory_order_relaxed);
     if (ebb_likely(state == THREAD_RUNNING))
         return;
+    if (state == THREAD_NONE)
+        (void)purge_solo(); /* a thread of the program's wants ours (above) */
     if (state == THREAD_NONE && may_start &&
         atomic_load_explicit(&thread_wanted, memory_order_relaxed)) {
         atomic_store_explicit(&thread_wanted, 0, memory_order_relaxed);
         purge_start_thread();
         return;
     }
-    /* After the start above: glibc marks the process threaded before its
-     * pthread_create allocates the new thread's TLS vector, so this call
-     * may be that allocation; ours starts at a later one. */
-    if (state == THREAD_NONE)
-        (void)purge_solo();
     if (state == THREAD_STARTING)
         return;
     /* No thread (disabled or failed): a pass inline, at most one per delay. */
@@ -525,6 +551,17 @@ void purge_poll(bool may_start)
         atomic_store(&purge_work, 0);
         if (purge_pending())
             atomic_store(&purge_work, 1);
+    }
+}
+
+void purge_poll_start(void)
+{
+    if (atomic_load_explicit(&thread_state, memory_order_relaxed) != THREAD_NONE)
+        return;
+    (void)purge_solo();
+    if (atomic_load_explicit(&thread_wanted, memory_order_relaxed)) {
+        atomic_store_explicit(&thread_wanted, 0, memory_order_relaxed);
+        purge_start_thread();
     }
 }
 
@@ -554,8 +591,13 @@ void purge_fork_child(void)
     pthread_mutex_init(&wake_mutex, NULL);
     pthread_cond_init(&wake_cond, NULL);
     int state = atomic_load(&thread_state);
-    if (state != THREAD_DISABLED)
+    if (state != THREAD_DISABLED) {
         atomic_store(&thread_state, THREAD_NONE);
+        /* A solo parent's child watches for its first thread; any other
+         * child starts its thread as a wanting source asks (restart). */
+        calloc_watch(atomic_load_explicit(&solo_over, memory_order_relaxed) ? 0
+                                                                            : CALLOC_WATCH_THREADS);
+    }
 }
 
 /* The end of the child's fork handler, every lock of ours released (glibc has

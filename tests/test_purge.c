@@ -3212,6 +3212,86 @@ static void process_with_a_thread_is_not_solo(void)
     expect_child_passes("child_process_with_a_thread_is_not_solo", env, 30);
 }
 
+/* Review finding (d3724f4): a solo process that creates a thread and then
+ * makes no allocation of its own, while the thread only frees, got no
+ * scavenger: the end of solo was noticed only by the allocation slow paths,
+ * and free never starts the thread. Its 896 KiB waiting and the 3 MiB the
+ * worker freed into its pages stayed resident (3.1 MiB, xthread pending 3
+ * MiB; the same without the 896 KiB before d3724f4). Now the program's
+ * pthread_create starts ours: glibc callocs the new thread's TLS vector. */
+#define TURN_BLOCKS 768 /* x 4 KiB: 3 MiB, one segment */
+static void *turn_blocks[TURN_BLOCKS];
+
+static void *turn_worker_main(void *arg)
+{
+    for (int i = 0; i < TURN_BLOCKS; i++)
+        free(turn_blocks[i]); /* its only allocator calls: remote frees */
+    return arg;
+}
+
+static void child_process_turning_threaded_gets_its_scavenger_at_once(void)
+{
+    expect_no_scavenger_yet("at the start");
+    long base = rss_settled();
+    void *b[2];
+    for (int i = 0; i < 2; i++) {
+        REQUIRE((b[i] = malloc(SOLO_BLOCK)) != NULL, "malloc(448 KiB) returned NULL");
+        touch(b[i], SOLO_BLOCK, i + 1);
+    }
+    free(b[0]);
+    free(b[1]); /* waits for a pass: the process is solo */
+    for (int i = 0; i < TURN_BLOCKS; i++) {
+        REQUIRE((turn_blocks[i] = malloc(4 * KiB)) != NULL, "malloc(4 KiB) returned NULL");
+        touch(turn_blocks[i], 4 * KiB, 3);
+    }
+    long held = rss_now();
+    pthread_t t;
+    REQUIRE(start_thread(&t, 64 * KiB, turn_worker_main, NULL) == 0, "pthread_create failed");
+    CHECK(purge_thread_state() == STATE_RUNNING, "the program's first pthread_create should start "
+          "the scavenger (state 2); state %d", purge_thread_state());
+    pthread_join(t, NULL);
+    /* No allocator call of this thread's from here on. */
+    expect_rss_back(base, 512 * KiB, held, "896 KiB waiting, then 3 MiB freed by a new thread");
+}
+
+static void process_turning_threaded_gets_its_scavenger_at_once(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_process_turning_threaded_gets_its_scavenger_at_once", env, 30);
+}
+
+/* Review finding (d3724f4): debug mode in a single-threaded process was
+ * solo, and its quarantine, which only passes drain once the program stops
+ * freeing, stayed resident while it idled (3.2 MiB). Debug mode is never solo. */
+#define DEBUG_SOLO_BLOCKS 320 /* x 8 KiB: 2.5 MiB, one segment */
+
+static void child_debug_mode_single_thread_quarantine_drains_while_idle(void)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st) == 0 && st.debug_mode, "run with EBB_DEBUG=1");
+    static void *blocks[DEBUG_SOLO_BLOCKS];
+    long base = rss_settled();
+    for (int i = 0; i < DEBUG_SOLO_BLOCKS; i++) {
+        REQUIRE((blocks[i] = malloc(8 * KiB)) != NULL, "malloc(8 KiB) returned NULL");
+        touch(blocks[i], 8 * KiB, 4);
+    }
+    for (int i = 0; i < DEBUG_SOLO_BLOCKS; i++)
+        free(blocks[i]);
+    free(malloc(100)); /* one more call, as any program makes */
+    long held = rss_now();
+    ebb_stats_get(&st);
+    printf("    info: debug mode, one thread: 2.5 MiB freed, quarantine %.1f MiB\n",
+           mib((long)st.debug_quarantine_bytes));
+    expect_rss_back(base, 512 * KiB, held, "debug mode, one thread, 2.5 MiB freed, idle");
+}
+
+static void debug_mode_single_thread_quarantine_drains_while_idle(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", "EBB_DEBUG=1", "EBB_DEBUG_LEAKS=off",
+                                      "EBB_DEBUG_QUARANTINE_IDLE=200", NULL};
+    expect_child_passes("child_debug_mode_single_thread_quarantine_drains_while_idle", env, 30);
+}
+
 /* Review findings: with EBB_PURGE_DELAY=-1 (no purge but malloc_trim) the
  * child started a thread for the parent's freed run, which nothing could
  * ever wake, or with EBB_BACKGROUND=0 ran passes at its allocator calls that
@@ -3625,24 +3705,31 @@ static void segment_emptied_during_a_collect_pass_is_released(void)
     expect_child_passes("child_segment_emptied_during_a_collect_pass_is_released", env, 60);
 }
 
-static void child_free_while_scavenger_starts_wakes_it(void)
+/* The window needs a thread of the program's that exists while ours is
+ * starting. The program's first pthread_create starts ours at once (purge.c,
+ * "solo"), so the window is set up where it still occurs: in the child of a
+ * threaded parent, which starts its scavenger only once it has work. */
+static void *return_at_once(void *arg)
 {
-    REQUIRE(purge_thread_state() == STATE_NONE, "no scavenger should exist yet; state %d",
+    return arg;
+}
+
+static void grandchild_free_while_scavenger_starts_wakes_it(void)
+{
+    REQUIRE(purge_thread_state() == STATE_NONE, "no scavenger should exist yet in the child; state %d",
             purge_thread_state());
-    long base = rss_settled();
-    /* Allocated while the process has no thread and one segment: it wants
-     * no scavenger (purge.c, "solo"). */
-    window.block = malloc(1536 * KiB);
-    REQUIRE(window.block != NULL, "malloc returned NULL");
-    touch(window.block, 1536 * KiB, 1);
     pthread_t t;
     REQUIRE(start_thread(&t, 256 * KiB, free_in_starting_window, NULL) == 0,
             "pthread_create failed");
-    /* The program's thread wants ours, which starts at an allocation after
-     * pthread_create returned, and spends the 600 ms window inside it. */
-    REQUIRE(purge_thread_state() == STATE_NONE, "the scavenger should not start inside the "
-            "program's pthread_create; state %d", purge_thread_state());
+    REQUIRE(purge_thread_state() == STATE_NONE, "a child of a threaded parent with nothing to purge "
+            "should start no scavenger at its pthread_create; state %d", purge_thread_state());
+    long base = rss_settled();
     purge_inject_start_delay(600);
+    /* A huge block wants the scavenger; the next allocation starts it, and
+     * spends the 600 ms window inside malloc. */
+    window.block = malloc(16 * MiB);
+    REQUIRE(window.block != NULL, "malloc returned NULL");
+    touch(window.block, 16 * MiB, 1);
     for (int i = 0; i < 100 && purge_thread_state() == STATE_NONE; i++)
         free(malloc(256 * KiB));
     purge_inject_start_delay(0);
@@ -3650,7 +3737,24 @@ static void child_free_while_scavenger_starts_wakes_it(void)
     REQUIRE(atomic_load(&window.freed), "the helper did not free the block");
     CHECK(purge_thread_state() == STATE_RUNNING, "the scavenger should be running (state 2); it is %d",
           purge_thread_state());
-    expect_rss_back(base, 512 * KiB, rss_now(), "1.5 MiB freed while the scavenger was starting");
+    expect_rss_back(base, 4 * MiB, rss_now(), "16 MiB freed while the scavenger was starting");
+    grandchild_exit();
+}
+
+static void child_free_while_scavenger_starts_wakes_it(void)
+{
+    pthread_t t;
+    REQUIRE(start_thread(&t, 64 * KiB, return_at_once, NULL) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    REQUIRE(purge_thread_state() == STATE_RUNNING, "the program's first pthread_create should start "
+            "the scavenger (state 2); state %d", purge_thread_state());
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork failed: %s", strerror(errno));
+    if (pid == 0)
+        grandchild_free_while_scavenger_starts_wakes_it();
+    int st = forked_child_status(pid);
+    CHECK(st == 0, "the child failed (status %d; -2: timed out)", st);
 }
 
 static void free_while_the_scavenger_starts_still_wakes_it(void)
@@ -3979,6 +4083,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_idle_process_gets_no_wakeups),
     CHILD_CASE(child_solo_process_keeps_a_bounded_few_frees_for_its_own_passes),
     CHILD_CASE(child_process_with_a_thread_is_not_solo),
+    CHILD_CASE(child_process_turning_threaded_gets_its_scavenger_at_once),
+    CHILD_CASE(child_debug_mode_single_thread_quarantine_drains_while_idle),
     CHILD_CASE(child_forked_child_starts_its_scavenger_lazily),
     CHILD_CASE(child_forked_child_thread_follows_the_options),
     CHILD_CASE(child_fork_in_the_recheck_window_keeps_the_wakeup),
@@ -4021,6 +4127,8 @@ int main(int argc, char **argv)
     RUN_CASE(forked_child_starts_its_scavenger_lazily);
     RUN_CASE(solo_process_keeps_a_bounded_few_frees_for_its_own_passes);
     RUN_CASE(process_with_a_thread_is_not_solo);
+    RUN_CASE(process_turning_threaded_gets_its_scavenger_at_once);
+    RUN_CASE(debug_mode_single_thread_quarantine_drains_while_idle);
     RUN_CASE(forked_child_thread_follows_the_options);
     RUN_CASE(fork_in_the_recheck_window_keeps_the_wakeup);
     RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
