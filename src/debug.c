@@ -608,9 +608,15 @@ bool debug_header_intact(debug_header_t *h, debug_header_t *copy)
             return false;
         uint64_t seen;
         if (block_hold(h, &seen)) {
-            /* Everything but the magic, which others may load meanwhile. */
-            size_t skip = sizeof h->magic;
-            memcpy((uint8_t *)copy + skip, (const uint8_t *)h + skip, sizeof *copy - skip);
+            /* Everything but the magic, which others may load meanwhile,
+             * and qnext: the quarantine links a freed block's successor
+             * into it under its shard's lock, without claiming the block
+             * (quarantine_push). Nobody reads a copy's link. */
+            size_t skip = sizeof h->magic, link = offsetof(debug_header_t, qnext);
+            size_t after = link + sizeof h->qnext;
+            memcpy((uint8_t *)copy + skip, (const uint8_t *)h + skip, link - skip);
+            memcpy((uint8_t *)copy + after, (const uint8_t *)h + after, sizeof *copy - after);
+            copy->qnext = NULL;
             atomic_init(&copy->magic, seen);
             block_unhold(h, seen);
             break;

@@ -157,14 +157,22 @@ int purge_thread_state(void)
 static atomic_int solo_over;
 
 
-/* Set calloc's watch bits (internal.h, alloc_calloc_slow) to `bits`. */
+/* Set calloc's watch bits (internal.h, alloc_calloc_slow) to `bits`.
+ * seq_cst: purge_want_thread orders it against the thread's state. */
 static void calloc_watch(unsigned bits)
 {
     const unsigned mask = CALLOC_WATCH_THREADS | CALLOC_WATCH_WANTED;
     unsigned old = atomic_load_explicit(&alloc_calloc_slow, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(&alloc_calloc_slow, &old, (old & ~mask) | bits,
-                                                  memory_order_relaxed, memory_order_relaxed))
+    while (!atomic_compare_exchange_weak(&alloc_calloc_slow, &old, (old & ~mask) | bits))
         ;
+}
+
+/* Would a scavenger do anything? Not with EBB_PURGE_DELAY=-1 (no pass but
+ * malloc_trim's: purge_wake never wakes it) unless EBB_STATS_INTERVAL asks
+ * for samples, which it prints. */
+static bool thread_useful(void)
+{
+    return option_get(OPT_PURGE_DELAY) >= 0 || option_get(OPT_STATS_INTERVAL) > 0;
 }
 
 static bool purge_solo(void)
@@ -235,7 +243,7 @@ void purge_init(void)
 {
     if (!option_get(OPT_BACKGROUND)) {
         atomic_store(&thread_state, THREAD_DISABLED);
-    } else {
+    } else if (thread_useful()) {
         calloc_watch(CALLOC_WATCH_THREADS);
         if (option_get(OPT_STATS_INTERVAL) > 0)
             purge_want_thread(); /* the samples come from the scavenger */
@@ -512,10 +520,18 @@ void purge_want_thread(void)
 {
     if (!atomic_load_explicit(&solo_over, memory_order_relaxed))
         atomic_store_explicit(&solo_over, 1, memory_order_relaxed);
+    if (!thread_useful())
+        return;
     if (atomic_load_explicit(&thread_state, memory_order_relaxed) == THREAD_NONE &&
         !atomic_load_explicit(&thread_wanted, memory_order_relaxed)) {
         atomic_store_explicit(&thread_wanted, 1, memory_order_relaxed);
         calloc_watch(CALLOC_WATCH_WANTED);
+        /* A start that came between the test above and the watch has
+         * cleared the watch already (purge_start_thread: the state, then
+         * the watch, both seq_cst, as here): clear what we set after it,
+         * or every later calloc would take the slow path for nothing. */
+        if (atomic_load(&thread_state) != THREAD_NONE)
+            calloc_watch(0);
     }
 }
 
@@ -595,8 +611,9 @@ void purge_fork_child(void)
         atomic_store(&thread_state, THREAD_NONE);
         /* A solo parent's child watches for its first thread; any other
          * child starts its thread as a wanting source asks (restart). */
-        calloc_watch(atomic_load_explicit(&solo_over, memory_order_relaxed) ? 0
-                                                                            : CALLOC_WATCH_THREADS);
+        calloc_watch(atomic_load_explicit(&solo_over, memory_order_relaxed) || !thread_useful()
+                         ? 0
+                         : CALLOC_WATCH_THREADS);
     }
 }
 

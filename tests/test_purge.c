@@ -3260,6 +3260,43 @@ static void process_turning_threaded_gets_its_scavenger_at_once(void)
     expect_child_passes("child_process_turning_threaded_gets_its_scavenger_at_once", env, 30);
 }
 
+static void *return_at_once(void *arg)
+{
+    return arg;
+}
+
+/* Review finding (7e2a68b): with EBB_PURGE_DELAY=-1 nothing wakes the
+ * scavenger (no pass runs but malloc_trim's), yet the program's first
+ * pthread_create started it: a thread for nothing. */
+static void child_never_purging_process_starts_no_scavenger(void)
+{
+    pthread_t t;
+    REQUIRE(start_thread(&t, 64 * KiB, return_at_once, NULL) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    for (int r = 0; r < 4; r++) {
+        void *b = malloc(8 * MiB); /* a huge block wants the thread, when it could work */
+        REQUIRE(b != NULL, "malloc(8 MiB) returned NULL");
+        touch(b, 8 * MiB, r + 1);
+        free(b);
+        free(calloc(1, 100));
+    }
+    CHECK(purge_thread_state() == STATE_NONE, "EBB_PURGE_DELAY=-1: no scavenger should start "
+          "(state 0); state %d", purge_thread_state());
+    CHECK(thread_count() == 1, "EBB_PURGE_DELAY=-1: the process should have only its own thread; "
+          "it has %ld", thread_count());
+    long before = rss_now();
+    malloc_trim(0);
+    long after = rss_now();
+    CHECK(before - after >= (long)(6 * MiB), "malloc_trim(0) should still give the 8 MiB back: RSS "
+          "%.1f -> %.1f MiB", mib(before), mib(after));
+}
+
+static void never_purging_process_starts_no_scavenger(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_never_purging_process_starts_no_scavenger", env, 30);
+}
+
 /* Review finding (d3724f4): debug mode in a single-threaded process was
  * solo, and its quarantine, which only passes drain once the program stops
  * freeing, stayed resident while it idled (3.2 MiB). Debug mode is never solo. */
@@ -3709,11 +3746,6 @@ static void segment_emptied_during_a_collect_pass_is_released(void)
  * starting. The program's first pthread_create starts ours at once (purge.c,
  * "solo"), so the window is set up where it still occurs: in the child of a
  * threaded parent, which starts its scavenger only once it has work. */
-static void *return_at_once(void *arg)
-{
-    return arg;
-}
-
 static void grandchild_free_while_scavenger_starts_wakes_it(void)
 {
     REQUIRE(purge_thread_state() == STATE_NONE, "no scavenger should exist yet in the child; state %d",
@@ -4085,6 +4117,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_process_with_a_thread_is_not_solo),
     CHILD_CASE(child_process_turning_threaded_gets_its_scavenger_at_once),
     CHILD_CASE(child_debug_mode_single_thread_quarantine_drains_while_idle),
+    CHILD_CASE(child_never_purging_process_starts_no_scavenger),
     CHILD_CASE(child_forked_child_starts_its_scavenger_lazily),
     CHILD_CASE(child_forked_child_thread_follows_the_options),
     CHILD_CASE(child_fork_in_the_recheck_window_keeps_the_wakeup),
@@ -4129,6 +4162,7 @@ int main(int argc, char **argv)
     RUN_CASE(process_with_a_thread_is_not_solo);
     RUN_CASE(process_turning_threaded_gets_its_scavenger_at_once);
     RUN_CASE(debug_mode_single_thread_quarantine_drains_while_idle);
+    RUN_CASE(never_purging_process_starts_no_scavenger);
     RUN_CASE(forked_child_thread_follows_the_options);
     RUN_CASE(fork_in_the_recheck_window_keeps_the_wakeup);
     RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
