@@ -758,7 +758,7 @@ extern ebb_internal atomic_uint alloc_calloc_slow;
 void purge_want_thread(void);
 /* What a free leaves must be purged by the free itself, now: with
  * EBB_PURGE_DELAY=0, and while no scavenger exists to purge it later (the
- * thread is then asked for). */
+ * thread is then asked for), unless the process is solo (purge.c). */
 bool purge_at_free(void);
 /* The same for a run of slices (`mask`) that a free is about to leave dirty
  * in `seg`: also true when a solo process would have more than

@@ -149,13 +149,12 @@ int purge_thread_state(void)
  * process threaded, then callocs the new thread's TLS vector; that calloc
  * starts ours (purge_poll, or purge_poll_start for a calloc that took no
  * slow path: internal.h, alloc_calloc_slow), holding no lock of glibc's
- * (allocate_stack callocs the vector before it takes any). Otherwise a process whose new
- * thread only freed, and which then slept, would have no scavenger to
- * collect those frees: free never starts it (review finding).
+ * (allocate_stack callocs the vector before it takes any). Otherwise a
+ * process whose new thread only freed, and which then slept, would have no
+ * scavenger to collect those frees: free never starts it (review finding).
  * Debug mode is never solo: its quarantine (internal.h, item 7) waits for
  * passes, and a solo process that went idle would keep it. */
 static atomic_int solo_over;
-
 
 /* Set calloc's watch bits (internal.h, alloc_calloc_slow) to `bits`.
  * seq_cst: purge_want_thread orders it against the thread's state. */
@@ -198,20 +197,7 @@ static bool purge_solo(void)
  * its frees to its own inline passes instead. With EBB_BACKGROUND=0, or when
  * the thread could not be created, passes run inline from allocator calls
  * instead, as documented for that option. */
-bool purge_at_free(void)
-{
-    long delay = option_get(OPT_PURGE_DELAY);
-    if (delay == 0)
-        return true;
-    if (delay < 0 || atomic_load_explicit(&thread_state, memory_order_relaxed) != THREAD_NONE)
-        return false;
-    if (purge_solo())
-        return false;
-    purge_want_thread();
-    return true;
-}
-
-bool purge_slices_at_free(const segment_t *seg, uint64_t mask)
+static bool at_free(const segment_t *seg, uint64_t mask)
 {
     long delay = option_get(OPT_PURGE_DELAY);
     if (delay == 0)
@@ -219,6 +205,8 @@ bool purge_slices_at_free(const segment_t *seg, uint64_t mask)
     if (delay < 0 || atomic_load_explicit(&thread_state, memory_order_relaxed) != THREAD_NONE)
         return false;
     if (purge_solo()) {
+        if (seg == NULL)
+            return false;
         /* A solo process has this one segment: its dirty slices are all the
          * slices it has waiting for a pass. */
         uint64_t dirty = atomic_load_explicit(&seg->dirty_slices, memory_order_relaxed) | mask;
@@ -227,6 +215,16 @@ bool purge_slices_at_free(const segment_t *seg, uint64_t mask)
     }
     purge_want_thread();
     return true;
+}
+
+bool purge_at_free(void)
+{
+    return at_free(NULL, 0);
+}
+
+bool purge_slices_at_free(const segment_t *seg, uint64_t mask)
+{
+    return at_free(seg, mask);
 }
 
 bool purge_thread_running(void)
@@ -535,19 +533,25 @@ void purge_want_thread(void)
     }
 }
 
+/* No thread yet: note a thread of the program's (which wants ours, see
+ * "solo"), then start ours if it is wanted and `may_start`. True if started. */
+static bool start_if_wanted(bool may_start)
+{
+    (void)purge_solo();
+    if (!may_start || !atomic_load_explicit(&thread_wanted, memory_order_relaxed))
+        return false;
+    atomic_store_explicit(&thread_wanted, 0, memory_order_relaxed);
+    purge_start_thread();
+    return true;
+}
+
 void purge_poll(bool may_start)
 {
     int state = atomic_load_explicit(&thread_state, memory_order_relaxed);
     if (ebb_likely(state == THREAD_RUNNING))
         return;
-    if (state == THREAD_NONE)
-        (void)purge_solo(); /* a thread of the program's wants ours (above) */
-    if (state == THREAD_NONE && may_start &&
-        atomic_load_explicit(&thread_wanted, memory_order_relaxed)) {
-        atomic_store_explicit(&thread_wanted, 0, memory_order_relaxed);
-        purge_start_thread();
+    if (state == THREAD_NONE && start_if_wanted(may_start))
         return;
-    }
     if (state == THREAD_STARTING)
         return;
     /* No thread (disabled or failed): a pass inline, at most one per delay. */
@@ -572,13 +576,8 @@ void purge_poll(bool may_start)
 
 void purge_poll_start(void)
 {
-    if (atomic_load_explicit(&thread_state, memory_order_relaxed) != THREAD_NONE)
-        return;
-    (void)purge_solo();
-    if (atomic_load_explicit(&thread_wanted, memory_order_relaxed)) {
-        atomic_store_explicit(&thread_wanted, 0, memory_order_relaxed);
-        purge_start_thread();
-    }
+    if (atomic_load_explicit(&thread_state, memory_order_relaxed) == THREAD_NONE)
+        (void)start_if_wanted(true);
 }
 
 /* ---------------------------------------------------------------------------
