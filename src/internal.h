@@ -169,9 +169,18 @@ void __tsan_acquire(void *addr);
  * 16 rather than 8: with 8 threads freeing and allocating 2-8 MiB blocks,
  * 8 entries left too few sizes to choose from, and a mapping of the wrong
  * size is grown (fresh pages fault in) or cut (seed "big": 6% fewer page
- * faults with 16). The byte bound is what bounds memory. */
+ * faults with 16). The byte bound is what bounds memory: what the cache
+ * holds resident beyond the live blocks, for one or two purge delays after
+ * the frees (then only address space, until the unmap delay). 128 MiB
+ * rather than 64: a loop that keeps a few blocks of up to 32 MiB live
+ * (bench_large) frees more than 64 MiB within a purge delay, and the cache
+ * then unmapped the pages its next blocks needed: 3.5x tcmalloc's page
+ * faults and 4x the time, against 1.08x the faults with 96 or 128 MiB;
+ * seed "big" took 0.8x the time for a peak 3% higher (docs/memory-return.md,
+ * "the huge cache's byte bound"). A mapping above half the bound is
+ * unmapped at its free: a loop of such blocks maps each one. */
 #define HUGE_CACHE_MAX       16
-#define HUGE_CACHE_MAX_BYTES ((size_t)64 * 1024 * 1024)
+#define HUGE_CACHE_MAX_BYTES ((size_t)128 * 1024 * 1024)
 
 /* Spare pages cut off cached huge mappings (large.c), kept for the next huge
  * block: at most this many ranges, within HUGE_CACHE_MAX_BYTES together with

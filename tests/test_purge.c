@@ -1098,9 +1098,13 @@ static void debug_quarantine_lets_pages_go_back_after_its_wait(void)
 /* ---------------------------------------------------------------------------
  * 3c. DESIGN (retention bounds; the huge cache of internal.h, item 6): right
  * after the frees, before any purge delay, the huge cache holds at most
- * HUGE_CACHE_MAX_BYTES = 64 MiB resident, whatever was freed.
+ * HUGE_CACHE_MAX_BYTES resident, whatever was freed.
  * ------------------------------------------------------------------------- */
-static void huge_cache_bound_run(int count, size_t size)
+#define HUGE_CACHE_BOUND ((long)(128 * MiB)) /* src/internal.h, HUGE_CACHE_MAX_BYTES */
+#define HUGE_CACHE_ENTRIES 16                 /* src/internal.h, HUGE_CACHE_MAX */
+
+/* `count` blocks of `size` freed: at most `bound` bytes stay resident. */
+static void huge_cache_bound_run(int count, size_t size, long bound)
 {
     void *blocks[100];
     long base = rss_settled();
@@ -1114,19 +1118,21 @@ static void huge_cache_bound_run(int count, size_t size)
     long after = rss_now();
     printf("    info: %d x %zu MiB freed: +%.1f MiB resident right after the frees\n", count,
            size / MiB, mib(after - base));
-    CHECK(after - base <= (long)(64 * MiB + 4 * MiB),
-          "%d x %zu MiB freed: the huge cache should hold at most 64 MiB (+4 MiB margin) "
+    CHECK(after - base <= bound + (long)(4 * MiB),
+          "%d x %zu MiB freed: the huge cache should hold at most %.0f MiB (+4 MiB margin) "
           "resident right after the frees; RSS was +%.1f MiB",
-          count, size / MiB, mib(after - base));
+          count, size / MiB, mib(bound), mib(after - base));
     char what[64];
     snprintf(what, sizeof what, "%d x %zu MiB huge blocks freed", count, size / MiB);
     expect_rss_back(base, 4 * MiB, after, what);
 }
 
-static void huge_cache_holds_at_most_64_mib_resident(void)
+static void huge_cache_holds_at_most_its_bound_resident(void)
 {
-    huge_cache_bound_run(100, 3 * MiB);  /* the count bound */
-    huge_cache_bound_run(12, 20 * MiB);  /* the byte bound */
+    /* The count bound: 16 mappings of 3 MiB and a page. */
+    huge_cache_bound_run(100, 3 * MiB, HUGE_CACHE_ENTRIES * ((long)(3 * MiB) + sysconf(_SC_PAGESIZE)));
+    /* The byte bound: 6 mappings of 20 MiB fit in it, not 12. */
+    huge_cache_bound_run(12, 20 * MiB, HUGE_CACHE_BOUND);
 }
 
 /* ---------------------------------------------------------------------------
@@ -2079,12 +2085,12 @@ static void child_huge_spares_stay_within_the_cache_bound(void)
     printf("    info: then %d x 10 MiB freed: huge cache %.1f MiB in %llu mappings, RSS +%.1f MiB "
            "(live +%.1f)\n", M, mib((long)st.huge_cached_bytes), (unsigned long long)st.huge_cached,
            mib(held - base), mib(live));
-    CHECK(st.huge_cached_bytes <= 64 * MiB,
-          "cached mappings and spares together should stay within 64 MiB: %.1f MiB",
-          mib((long)st.huge_cached_bytes));
-    CHECK(held - base <= live + (long)(64 * MiB + 4 * MiB),
-          "RSS should hold the live %.1f MiB and at most 64 MiB (+4 MiB margin) of huge cache "
-          "and spares: it was +%.1f MiB", mib(live), mib(held - base));
+    CHECK((long)st.huge_cached_bytes <= HUGE_CACHE_BOUND,
+          "cached mappings and spares together should stay within %.0f MiB: %.1f MiB",
+          mib(HUGE_CACHE_BOUND), mib((long)st.huge_cached_bytes));
+    CHECK(held - base <= live + HUGE_CACHE_BOUND + (long)(4 * MiB),
+          "RSS should hold the live %.1f MiB and at most %.0f MiB (+4 MiB margin) of huge cache "
+          "and spares: it was +%.1f MiB", mib(live), mib(HUGE_CACHE_BOUND), mib(held - base));
     expect_rss_back(base + live, 4 * MiB, held, "5 cuts, then 12 x 10 MiB freed");
     /* The cached mappings stay mapped (purged) for the hour; the spares are
      * gone: what the cache counts is its mappings alone. */
@@ -4184,7 +4190,7 @@ int main(int argc, char **argv)
     RUN_CASE(debug_mode_random_sizes_stay_within_bound);
     RUN_CASE(debug_quarantine_lets_pages_go_back_after_its_wait);
     RUN_CASE(debug_mode_large_blocks_alone_come_back);
-    RUN_CASE(huge_cache_holds_at_most_64_mib_resident);
+    RUN_CASE(huge_cache_holds_at_most_its_bound_resident);
     RUN_CASE(thousand_idle_threads_keep_nothing_back);
     RUN_CASE(exited_threads_blocks_freed_later_by_main_come_back);
     RUN_CASE(thread_that_only_frees_leaves_nothing_behind);
