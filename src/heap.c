@@ -107,7 +107,7 @@ static heap_t *heap_pool_take(void)
     } else {
         if ((size_t)(heap_chunk_end - heap_chunk_next) < sizeof(heap_t)) {
             uint8_t *chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
-            if (chunk == NULL && segment_cache_release())
+            if (chunk == NULL && purge_release_caches())
                 chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
             if (chunk == NULL) {
                 lock_release(&heap_pool_lock);

@@ -775,6 +775,12 @@ bool purge_at_free(void);
 bool purge_slices_at_free(const segment_t *seg, uint64_t mask);
 /* Run a pass now; with `force`, return everything regardless of age. */
 void purge_run(bool force);
+/* The OS refused memory: unmap every cache of free address space (the
+ * segment cache and the last region's rest, the huge cache and its spares)
+ * so the caller can retry once. True if anything was unmapped. Takes
+ * segment.c's and the huge cache's locks: the caller may hold the heap pool's
+ * or a heap's, never those (heap.c, the lock order). */
+bool purge_release_caches(void);
 /* Lock order for fork (heap.c): pass_lock first, purge_lock after segment.c's. */
 void purge_fork_prepare_first(void);
 void purge_fork_prepare_last(void);
@@ -846,7 +852,8 @@ void segment_abandoned_collect(bool force);
 void segment_abandoned_touch(void);
 bool segment_abandoned_pending(void);
 bool segment_cache_pending(void);
-/* Release the segment cache (out-of-memory retry). */
+/* Unmap the segment cache, its overflow and the last region's unused rest
+ * (out-of-memory retry: purge_release_caches); true if there was any. */
 bool segment_cache_release(void);
 /* Fork: take and release every global lock of this module. */
 void segment_fork_lock(void);
@@ -959,6 +966,9 @@ void *huge_realloc(segment_t *seg, void *p, size_t size);
  * remain that a later pass must handle. */
 bool huge_cache_decay(uint64_t now_ms, bool force);
 bool huge_cache_pending(void);
+/* Unmap every cached mapping and spare (out-of-memory retry:
+ * purge_release_caches); true if there was one. */
+bool huge_cache_release(void);
 void huge_fork_lock(void);
 void huge_fork_unlock(void);
 

@@ -393,13 +393,15 @@ static bool spare_fill(segment_t *seg, size_t from, size_t to)
     return tried;
 }
 
-/* Unmap every spare (the OS refused memory); true if there was one. */
-static bool spares_release(void)
+bool huge_cache_release(void)
 {
     huge_drops_t drops = {0};
     lock_acquire(&huge_lock);
-    while (huge_spare_count > 0) {
+    while (huge_spare_count > 0)
         spare_drop_locked(&drops, 0);
+    while (huge_count > 0) {
+        drops_add(&drops, huge_cache[0], huge_cache[0]->map_size);
+        huge_cache_remove_locked(0);
     }
     lock_release(&huge_lock);
     bool any = drops.n > 0;
@@ -557,12 +559,8 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
     *zero = true;
     purge_want_thread();
     seg = os_map_aligned_room(total, huge_room(total), map_align, align_offset);
-    if (seg == NULL) {
-        bool released = segment_cache_release();
-        released |= spares_release();
-        if (released)
-            seg = os_map_aligned(total, map_align, align_offset);
-    }
+    if (seg == NULL && purge_release_caches())
+        seg = os_map_aligned(total, map_align, align_offset);
     if (seg == NULL)
         return NULL;
     seg->huge_bounds = (huge_bounds_t){0};

@@ -237,6 +237,13 @@ static long purge_delay_ms(void)
     return option_get(OPT_PURGE_DELAY);
 }
 
+bool purge_release_caches(void)
+{
+    bool released = segment_cache_release();
+    released |= huge_cache_release();
+    return released;
+}
+
 void purge_init(void)
 {
     if (!option_get(OPT_BACKGROUND)) {

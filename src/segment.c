@@ -210,7 +210,7 @@ size_t segment_spare_bytes(void)
 static segment_t *segment_map_new(void)
 {
     segment_t *seg = segment_from_region();
-    if (seg == NULL && segment_cache_release())
+    if (seg == NULL && purge_release_caches())
         seg = segment_from_region();
     if (seg == NULL)
         return NULL;
@@ -365,7 +365,9 @@ bool segment_cache_release(void)
     for (size_t i = 0; i < n; i++)
         segment_unmap(drop[i]);
     segment_unmap_chain(chain);
-    return n > 0 || chain != NULL;
+    bool spare = segment_spare_bytes() != 0; /* the last region's untouched rest */
+    region_decay(0, true);
+    return n > 0 || chain != NULL || spare;
 }
 
 /* Under cache_lock: take `seg` off the overflow list. */

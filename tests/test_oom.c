@@ -537,6 +537,77 @@ static void huge_block_fits_a_limit_that_leaves_it_no_room_to_grow(void)
           "status %d", status);
 }
 
+/* SPEC ("when the OS refuses memory, ebb first gives back its own caches and
+ * standby memory and retries"): freed huge blocks wait in the huge cache,
+ * mapped, for up to the unmap delay (an hour here). Under an address-space
+ * limit that they fill, small and large requests must still be served: the
+ * refused request unmaps the cache and retries. Before, only the segment
+ * cache (and, for huge requests, the spares) was given back, and 1 MiB blocks
+ * failed with 60 MiB of free huge mappings held. The suite runs this case
+ * once more with EBB_UNMAP_DELAY=3600000 (run_tests.sh, oom_huge_cache), so
+ * that no purge pass can unmap the cache first. */
+static int huge_cache_child(void)
+{
+    enum { HUGE = 3, SMALL = 75 };
+    void *volatile first = malloc(100);
+    long vm = vm_size_kib();
+    if (first == NULL || vm < 0) {
+        fprintf(stderr, "    child: setup failed\n");
+        return 2;
+    }
+    /* 120 MiB: the 3 x 20 MiB huge blocks, or the 75 x 1 MiB blocks (about
+     * 100 MiB of segments, three 1 MiB blocks to a 4 MiB segment), not both. */
+    struct rlimit rl = {(rlim_t)(vm + 120 * 1024) * 1024, RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) {
+        fprintf(stderr, "    child: setrlimit: %s\n", strerror(errno));
+        return 2;
+    }
+    void *huge[HUGE];
+    for (int i = 0; i < HUGE; i++) {
+        huge[i] = malloc((size_t)20 << 20);
+        if (huge[i] == NULL) {
+            fprintf(stderr, "    child: malloc(20 MiB) #%d under the limit: NULL (%s)\n", i,
+                    strerror(errno));
+            return 2;
+        }
+        memset(huge[i], 1, 4096);
+    }
+    for (int i = 0; i < HUGE; i++)
+        free(huge[i]); /* into the huge cache: 60 MiB of address space */
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    ebb_stats_get(&st);
+    if (st.huge_cached != HUGE) {
+        fprintf(stderr, "    child: expected the %d freed mappings in the huge cache, it holds %llu\n",
+                HUGE, (unsigned long long)st.huge_cached);
+        return 2;
+    }
+    static void *small[SMALL];
+    int bad = 0;
+    for (int i = 0; i < SMALL && !bad; i++) {
+        small[i] = malloc((size_t)1 << 20);
+        if (small[i] == NULL) {
+            fprintf(stderr, "    child: malloc(1 MiB) #%d of %d with %d x 20 MiB freed into the "
+                    "huge cache: NULL (%s)\n", i, SMALL, HUGE, strerror(errno));
+            bad = 1;
+        } else {
+            memset(small[i], 2, 4096);
+        }
+    }
+    for (int i = 0; i < SMALL; i++)
+        free(small[i]);
+    return bad;
+}
+
+static void refused_requests_unmap_the_huge_cache_and_retry(void)
+{
+    int status;
+    if (!run_in_child(huge_cache_child, 60, "RLIMIT_AS huge cache", &status))
+        return;
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "75 x malloc(1 MiB) should succeed under RLIMIT_AS once the 60 MiB of freed huge "
+          "mappings are given back (messages above): status %d", status);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -550,5 +621,6 @@ int main(void)
     RUN_CASE(allocation_works_again_after_injection_ends);
     RUN_CASE(rlimit_as_allocate_until_null_then_free_and_allocate_again);
     RUN_CASE(huge_block_fits_a_limit_that_leaves_it_no_room_to_grow);
+    RUN_CASE(refused_requests_unmap_the_huge_cache_and_retry);
     return check_finish();
 }
