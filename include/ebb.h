@@ -8,7 +8,10 @@
  *
  * Failure contract (applies to every allocating function below):
  *   - Allocation failure returns NULL and sets errno to ENOMEM. Nothing already
- *     allocated is touched.
+ *     allocated is touched. Before failing, a request the OS refused unmaps the
+ *     free address space ebb keeps for reuse (cached segments, the unused rest
+ *     of a segment region, cached huge mappings and their spare pages) and
+ *     asks once more.
  *   - A size computation that would overflow (calloc's n*size, reallocarray's
  *     n*size, an aligned request rounded up to its alignment) fails with ENOMEM
  *     before any memory is requested from the operating system.
