@@ -539,7 +539,7 @@ static void huge_block_fits_a_limit_that_leaves_it_no_room_to_grow(void)
 
 /* SPEC ("when the OS refuses memory, ebb first gives back its own caches and
  * standby memory and retries"): freed huge blocks wait in the huge cache,
- * mapped, for up to the unmap delay (an hour here). Under an address-space
+ * mapped, for up to the unmap delay (1 s by default). Under an address-space
  * limit that they fill, small and large requests must still be served: the
  * refused request unmaps the cache and retries. Before, only the segment
  * cache (and, for huge requests, the spares) was given back, and 1 MiB blocks
