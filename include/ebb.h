@@ -12,6 +12,8 @@
  *     free address space ebb keeps for reuse (cached segments, the unused rest
  *     of a segment region, cached huge mappings and their spare pages) and
  *     asks once more.
+ *   - A successful call leaves errno as it was, also when it was served after
+ *     a refused request (by a fallback or the retry above).
  *   - A size computation that would overflow (calloc's n*size, reallocarray's
  *     n*size, an aligned request rounded up to its alignment) fails with ENOMEM
  *     before any memory is requested from the operating system.

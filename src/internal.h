@@ -617,6 +617,11 @@ typedef struct os_info_s {
 extern os_info_t os_info;
 
 void os_init(void);
+/* errno: no primitive below changes it, whether it succeeds or fails. A
+ * refused request is often retried another way (a smaller region, no room,
+ * after the caches are given back), and a malloc that then succeeds must not
+ * return with the first refusal's ENOMEM; the allocating entry points set
+ * ENOMEM themselves when they return NULL (alloc.c, debug.c). */
 /* Map `size` bytes (a multiple of the page size) readable and writable, the
  * start aligned to `align` (a power of two >= page size) at `align_offset`
  * bytes into the mapping: (start + align_offset) % align == 0. NULL on failure.

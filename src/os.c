@@ -249,7 +249,6 @@ static bool os_request_fails(void)
     long c = atomic_load(&inject_count);
     if (c > 0)
         atomic_fetch_sub(&inject_count, 1);
-    errno = ENOMEM;
     return true;
 }
 
@@ -331,21 +330,27 @@ static void *map_at_hint(size_t size, size_t room, size_t align, size_t align_of
     return (void *)at;
 }
 
-static void *os_map_aligned_raw(size_t size, size_t room, size_t align, size_t align_offset)
+static void *os_map_aligned_try(size_t size, size_t room, size_t align, size_t align_offset)
 {
     if (os_request_fails())
         return NULL;
     if (align <= os_info.page_size && room == 0)
         return os_mmap_raw(size); /* any mapping is aligned: no hint needed */
-    int saved = errno;
     void *p = map_at_hint(size, room, align, align_offset);
-    errno = saved;
     if (p == NULL)
         p = os_map_aligned_plain(size, room, align, align_offset);
     if (p == NULL && room > 0) /* the room is a wish: the mapping alone may fit */
         p = os_map_aligned_plain(size, 0, align, align_offset);
     if (p)
         atomic_store_explicit(&map_hint, (uintptr_t)p, memory_order_relaxed);
+    return p;
+}
+
+static void *os_map_aligned_raw(size_t size, size_t room, size_t align, size_t align_offset)
+{
+    int saved = errno; /* mmap's and munmap's errors are not the caller's */
+    void *p = os_map_aligned_try(size, room, align, align_offset);
+    errno = saved;
     return p;
 }
 
@@ -368,8 +373,10 @@ void os_unmap(void *p, size_t size)
     uintptr_t hint = atomic_load_explicit(&map_hint, memory_order_relaxed);
     if (hint != 0 && (uintptr_t)p + size > hint)
         atomic_store_explicit(&map_hint, 0, memory_order_relaxed);
+    int saved = errno;
     if (munmap(p, size) == 0)
         atomic_fetch_sub_explicit(&mapped_bytes, size, memory_order_relaxed);
+    errno = saved;
 }
 
 bool os_remap_inplace(void *p, size_t old_size, size_t new_size)

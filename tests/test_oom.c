@@ -608,6 +608,112 @@ static void refused_requests_unmap_the_huge_cache_and_retry(void)
           "mappings are given back (messages above): status %d", status);
 }
 
+/* A request the OS refuses is often retried another way: a smaller segment
+ * region, a huge mapping without room to grow, the same request after the
+ * caches are given back. A malloc that then succeeds returns with errno as
+ * the caller left it, as glibc's does (review finding: under RLIMIT_AS,
+ * "malloc(1 MiB) #45 succeeded with errno 12", because the first refusal's
+ * ENOMEM stayed). Programs that read errno after a call that returned a
+ * block, or that check `errno == 0` after a sequence of calls, saw a failure
+ * that did not happen. */
+static int errno_child(void)
+{
+    static const size_t sizes[] = {MiB, 64 * KiB, 100, 20 * MiB};
+    long vm = vm_size_kib();
+    if (vm < 0) {
+        fprintf(stderr, "    child: cannot read VmSize\n");
+        return 2;
+    }
+    /* Three freed huge mappings in the cache, so that some refusals are
+     * followed by a retry after purge_release_caches. */
+    void *huge[3];
+    for (int i = 0; i < 3; i++)
+        huge[i] = ebb_malloc(20 * MiB);
+    for (int i = 0; i < 3; i++)
+        ebb_free(huge[i]);
+    struct rlimit rl = {(rlim_t)(vm + 120 * 1024) * 1024, RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) {
+        fprintf(stderr, "    child: setrlimit: %s\n", strerror(errno));
+        return 2;
+    }
+    int bad = 0;
+    size_t successes = 0, refusals = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = 0;
+        for (; n < PTR_CAP; n++) {
+            errno = EDOM;
+            void *p = ebb_malloc(sizes[k]);
+            int e = errno;
+            if (p == NULL) {
+                refusals++;
+                if (e != ENOMEM) {
+                    fprintf(stderr, "    child: malloc(%zu) #%zu: NULL with errno %d, expected "
+                            "ENOMEM\n", sizes[k], n, e);
+                    bad = 1;
+                }
+                break;
+            }
+            successes++;
+            memset(p, 3, sizes[k] < 4096 ? sizes[k] : 4096);
+            ptrs[n] = p;
+            if (e != EDOM) {
+                fprintf(stderr, "    child: malloc(%zu) #%zu succeeded with errno %d (%s); "
+                        "expected it unchanged (EDOM)\n", sizes[k], n, e, strerror(e));
+                bad = 1;
+                break;
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            ebb_free(ptrs[i]);
+        if (bad)
+            break;
+    }
+    if (!bad && (refusals == 0 || successes < 100)) {
+        fprintf(stderr, "    child: %zu blocks and %zu refusals: the limit did not bite\n",
+                successes, refusals);
+        bad = 2;
+    }
+    return bad;
+}
+
+static void a_block_served_after_a_refused_request_leaves_errno_alone(void)
+{
+    setup_ptrs();
+    memset(ptrs, 0, 4096);
+    int status;
+    if (!run_in_child(errno_child, 120, "RLIMIT_AS errno", &status))
+        return;
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "under RLIMIT_AS every malloc that succeeds should leave errno unchanged and every one "
+          "that fails should set ENOMEM (messages above): status %d", status);
+    /* The same with the injector: one refused request at each point of a
+     * sequence of allocations of every kind, whatever fallback follows it. */
+    static const size_t sizes[] = {100, 3000, 64 * KiB, 600 * KiB, MiB, 3 * MiB, 40 * MiB};
+    size_t nsizes = sizeof sizes / sizeof sizes[0];
+    int wrong = 0;
+    for (long skip = 0; skip < 12 && !wrong; skip++) {
+        void *held[sizeof sizes / sizeof sizes[0]] = {0};
+        os_inject_failures(skip, 1);
+        for (size_t k = 0; k < nsizes; k++) {
+            errno = EDOM;
+            held[k] = ebb_malloc(sizes[k]);
+            int e = errno;
+            if (held[k] != NULL && e != EDOM) {
+                CHECK(0, "with the OS refusing request %ld: ebb_malloc(%zu) succeeded with errno "
+                      "%d (%s), expected it unchanged (EDOM)", skip, sizes[k], e, strerror(e));
+                wrong = 1;
+            } else if (held[k] == NULL && e != ENOMEM) {
+                CHECK(0, "with the OS refusing request %ld: ebb_malloc(%zu) failed with errno "
+                      "%d, expected ENOMEM", skip, sizes[k], e);
+                wrong = 1;
+            }
+        }
+        inject_off();
+        for (size_t k = 0; k < nsizes; k++)
+            ebb_free(held[k]);
+    }
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -622,5 +728,6 @@ int main(void)
     RUN_CASE(rlimit_as_allocate_until_null_then_free_and_allocate_again);
     RUN_CASE(huge_block_fits_a_limit_that_leaves_it_no_room_to_grow);
     RUN_CASE(refused_requests_unmap_the_huge_cache_and_retry);
+    RUN_CASE(a_block_served_after_a_refused_request_leaves_errno_alone);
     return check_finish();
 }
