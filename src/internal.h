@@ -613,6 +613,9 @@ typedef struct os_info_s {
     bool static_exe; /* no program interpreter: a statically linked process */
     bool via_loader; /* a dynamic program started as `ld.so ./prog`, whose
                         /proc/self/exe is the loader */
+    size_t map_max;  /* no mapping can be bigger: the size of the address
+                        space below the stack, rounded up to a power of two
+                        (2^47 on x86-64) */
 } os_info_t;
 extern os_info_t os_info;
 
@@ -631,6 +634,10 @@ void *os_map_aligned(size_t size, size_t align, size_t align_offset);
  * after the mapping, so that it can later grow in place. */
 void *os_map_aligned_room(size_t size, size_t room, size_t align, size_t align_offset);
 void os_unmap(void *p, size_t size);
+/* Whether a mapping of `size` bytes could be granted at all: not above
+ * os_info.map_max, nor above the address-space limit (RLIMIT_AS, read now: a
+ * program may change it). False means giving back caches cannot help it. */
+bool os_size_mappable(size_t size);
 /* Grow or shrink a mapping in place; false if it cannot be done in place. */
 bool os_remap_inplace(void *p, size_t old_size, size_t new_size);
 /* Map fresh pages at [end, end + size) if nothing is mapped there (typically

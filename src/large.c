@@ -173,6 +173,11 @@ static void huge_cache_remove_locked(size_t i)
     memmove(&huge_cache[i], &huge_cache[i + 1], (huge_count - i) * sizeof huge_cache[0]);
 }
 
+/* Put a freed mapping into the cache, in the order of huge_freed_at_ms,
+ * first making room within both bounds: spares go first, then the oldest
+ * mappings (which may be seg itself, if it is the oldest). */
+static void huge_cache_insert(segment_t *seg);
+
 /* Spares (see the top of the file), under huge_lock. A piece smaller than
  * HUGE_PIECE_MIN is not worth a kernel mapping of its own: it is not moved. */
 #define HUGE_PIECE_MIN ((size_t)256 << 10)
@@ -393,6 +398,35 @@ static bool spare_fill(segment_t *seg, size_t from, size_t to)
     return tried;
 }
 
+static void huge_cache_insert(segment_t *seg)
+{
+    size_t size = seg->map_size;
+    huge_drops_t drops = {0};
+    lock_acquire(&huge_lock);
+    while (huge_spare_count > 0 && huge_bytes + huge_spare_bytes + size > HUGE_CACHE_MAX_BYTES)
+        spare_drop_locked(&drops, 0);
+    size_t at = huge_count;
+    while (at > 0 && huge_cache[at - 1]->huge_freed_at_ms > seg->huge_freed_at_ms)
+        at--;
+    while (huge_count > 0 && (huge_count == HUGE_CACHE_MAX || huge_bytes + size > HUGE_CACHE_MAX_BYTES)) {
+        if (at == 0)
+            break; /* seg is the oldest: it goes, not a younger one */
+        drops_add(&drops, huge_cache[0], huge_cache[0]->map_size);
+        huge_cache_remove_locked(0);
+        at--;
+    }
+    if (huge_count < HUGE_CACHE_MAX && huge_bytes + size <= HUGE_CACHE_MAX_BYTES) {
+        memmove(&huge_cache[at + 1], &huge_cache[at], (huge_count - at) * sizeof huge_cache[0]);
+        huge_cache[at] = seg;
+        huge_count++;
+        huge_bytes += size;
+    } else {
+        drops_add(&drops, seg, size);
+    }
+    lock_release(&huge_lock);
+    drops_unmap(&drops);
+}
+
 bool huge_cache_release(void)
 {
     huge_drops_t drops = {0};
@@ -512,7 +546,14 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
         return seg;
     }
     /* Too small: grow it, by its own cut tail if that is still there, then
-     * by fresh pages, which the newest spares replace. */
+     * by fresh pages, which the newest spares replace. Not for a request
+     * that no mapping can serve (a program probing how much it can get):
+     * the failed growth would turn this mapping into a spare, and the
+     * failure path would then unmap it, to no avail. */
+    if (!os_size_mappable(total)) {
+        huge_cache_insert(seg);
+        return NULL;
+    }
     if (spares_enabled()) {
         size_t back = spare_take_adjacent(seg, total - seg->map_size, 1);
         if (back > 0) {
@@ -547,6 +588,8 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
     if (size > SIZE_MAX - offset - ps)
         return NULL;
     size_t total = offset + round_up(size ? size : 1, ps);
+    if (total > os_info.map_max)
+        return NULL; /* larger than the address space: no call can help */
     segment_t *seg = huge_cache_take(total, offset, alignment, zero);
     if (seg) {
         if (seg->huge_purged && option_get(OPT_HUGE_PAGES))
@@ -559,7 +602,8 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
     *zero = true;
     purge_want_thread();
     seg = os_map_aligned_room(total, huge_room(total), map_align, align_offset);
-    if (seg == NULL && purge_release_caches())
+    /* Giving the caches back helps only a request that fits the limit. */
+    if (seg == NULL && os_size_mappable(total) && purge_release_caches())
         seg = os_map_aligned(total, map_align, align_offset);
     if (seg == NULL)
         return NULL;
@@ -604,19 +648,7 @@ void huge_free(segment_t *seg)
     seg->huge_zero = false;
     if (purge_at_free()) /* at once, before anyone can take it */
         huge_purge_cached(seg);
-    huge_drops_t drops = {0};
-    lock_acquire(&huge_lock);
-    while (huge_spare_count > 0 && huge_bytes + huge_spare_bytes + size > HUGE_CACHE_MAX_BYTES) {
-        spare_drop_locked(&drops, 0);
-    }
-    while (huge_count > 0 && (huge_count == HUGE_CACHE_MAX || huge_bytes + size > HUGE_CACHE_MAX_BYTES)) {
-        drops_add(&drops, huge_cache[0], huge_cache[0]->map_size);
-        huge_cache_remove_locked(0);
-    }
-    huge_cache[huge_count++] = seg;
-    huge_bytes += size;
-    lock_release(&huge_lock);
-    drops_unmap(&drops);
+    huge_cache_insert(seg);
     purge_wake();
 }
 

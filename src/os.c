@@ -12,6 +12,7 @@
 #include <sys/auxv.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -53,6 +54,10 @@ void os_init(void)
         interp |= ph[i].p_type == PT_INTERP;
     os_info.static_exe = ph != NULL && !interp;
     os_info.via_loader = interp && getauxval(AT_BASE) == 0;
+    /* Linux places the stack at the top of the user address space. */
+    uintptr_t top = (uintptr_t)__builtin_frame_address(0);
+    unsigned bits = 64 - (unsigned)__builtin_clzl(top | 1);
+    os_info.map_max = bits >= 8 * sizeof(size_t) ? SIZE_MAX : (size_t)1 << bits;
 }
 
 size_t os_read_file(const char *path, char *buf, size_t cap)
@@ -377,6 +382,17 @@ void os_unmap(void *p, size_t size)
     if (munmap(p, size) == 0)
         atomic_fetch_sub_explicit(&mapped_bytes, size, memory_order_relaxed);
     errno = saved;
+}
+
+bool os_size_mappable(size_t size)
+{
+    if (size > os_info.map_max)
+        return false;
+    int saved = errno;
+    struct rlimit rl;
+    bool fits = getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || size <= rl.rlim_cur;
+    errno = saved;
+    return fits;
 }
 
 bool os_remap_inplace(void *p, size_t old_size, size_t new_size)

@@ -714,6 +714,101 @@ static void a_block_served_after_a_refused_request_leaves_errno_alone(void)
     }
 }
 
+/* A request that no mapping can serve, like a program probing how much it
+ * can get with malloc(1 << 47), fails at once and leaves the huge cache as
+ * it was (review finding: each such probe took the biggest cached mapping,
+ * failed to grow it, and the failure path then unmapped it with the rest of
+ * the cache; 200 probes cost a million page faults instead of ten thousand,
+ * as every later block faulted its pages in afresh). The same for a request
+ * above an address-space limit: giving the cache back cannot make it fit.
+ * Requests that do fit still get the cache given back (the case above). */
+static void probe_huge_cache(size_t probe, int probes, const char *what, int *bad)
+{
+    enum { HUGE = 3 };
+    void *huge[HUGE];
+    for (int i = 0; i < HUGE; i++) {
+        huge[i] = ebb_malloc(20 * MiB);
+        if (huge[i] == NULL) {
+            fprintf(stderr, "    %s: malloc(20 MiB): NULL\n", what);
+            *bad = 1;
+            return;
+        }
+        memset(huge[i], 1, 4096);
+    }
+    for (int i = 0; i < HUGE; i++)
+        ebb_free(huge[i]);
+    struct ebb_stats before = {.version = EBB_STATS_VERSION}, after = before;
+    ebb_stats_get(&before);
+    unsigned long calls = os_map_calls();
+    double t0 = check_now();
+    int wrong = 0;
+    for (int i = 0; i < probes; i++) {
+        errno = 0;
+        void *p = ebb_malloc(probe);
+        if (p != NULL || errno != ENOMEM)
+            wrong++;
+        ebb_free(p);
+    }
+    double took_ms = (check_now() - t0) * 1000;
+    ebb_stats_get(&after);
+    if (wrong) {
+        fprintf(stderr, "    %s: %d of %d x malloc(%zu) did not fail with ENOMEM\n", what, wrong,
+                probes, probe);
+        *bad = 1;
+    }
+    /* A pass could unmap the cache only after the unmap delay (1 s by
+     * default; an hour in the suite's second run, oom_huge_cache). */
+    if (after.huge_cached != before.huge_cached || after.huge_cached_bytes != before.huge_cached_bytes) {
+        fprintf(stderr, "    %s: %d x malloc(%zu) changed the huge cache from %llu mappings "
+                "(%llu bytes) to %llu (%llu bytes), in %.0f ms\n", what, probes, probe,
+                (unsigned long long)before.huge_cached, (unsigned long long)before.huge_cached_bytes,
+                (unsigned long long)after.huge_cached, (unsigned long long)after.huge_cached_bytes,
+                took_ms);
+        *bad = 1;
+    }
+    if (before.huge_cached != HUGE) {
+        fprintf(stderr, "    %s: expected the %d freed mappings in the huge cache, it holds %llu\n",
+                what, HUGE, (unsigned long long)before.huge_cached);
+        *bad = 1;
+    }
+    if (probe > (size_t)1 << 46 && os_map_calls() != calls) {
+        fprintf(stderr, "    %s: %d x malloc(%zu) made %lu OS memory requests, expected none\n",
+                what, probes, probe, os_map_calls() - calls);
+        *bad = 1;
+    }
+}
+
+static int limit_probe_child(void)
+{
+    long vm = vm_size_kib();
+    if (vm < 0) {
+        fprintf(stderr, "    child: cannot read VmSize\n");
+        return 2;
+    }
+    struct rlimit rl = {(rlim_t)(vm + 120 * 1024) * 1024, RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) {
+        fprintf(stderr, "    child: setrlimit: %s\n", strerror(errno));
+        return 2;
+    }
+    int bad = 0;
+    probe_huge_cache((size_t)(vm + 200 * 1024) * 1024, 20, "above RLIMIT_AS", &bad);
+    return bad;
+}
+
+static void a_request_that_can_never_fit_keeps_the_huge_cache(void)
+{
+    int bad = 0;
+    probe_huge_cache((size_t)1 << 47, 200, "malloc(1 << 47)", &bad);
+    CHECK(!bad, "malloc(1 << 47), larger than the address space, should fail with ENOMEM at once "
+          "and leave the huge cache as it was (messages above)");
+    int status;
+    if (!run_in_child(limit_probe_child, 60, "RLIMIT_AS probe", &status))
+        return;
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "a request larger than RLIMIT_AS should fail with ENOMEM and leave the huge cache as it "
+          "was (messages above): status %d", status);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -729,5 +824,6 @@ int main(void)
     RUN_CASE(huge_block_fits_a_limit_that_leaves_it_no_room_to_grow);
     RUN_CASE(refused_requests_unmap_the_huge_cache_and_retry);
     RUN_CASE(a_block_served_after_a_refused_request_leaves_errno_alone);
+    RUN_CASE(a_request_that_can_never_fit_keeps_the_huge_cache);
     return check_finish();
 }
