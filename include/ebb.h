@@ -11,7 +11,11 @@
  *     allocated is touched. Before failing, a request the OS refused unmaps the
  *     free address space ebb keeps for reuse (cached segments, the unused rest
  *     of a segment region, cached huge mappings and their spare pages) and
- *     asks once more.
+ *     asks once more; the calling thread's heap then frees its empty pages
+ *     and collects what other threads freed into its pages, and in debug mode
+ *     the quarantine and the reuse cache are emptied (their blocks checked as
+ *     usual), before a last try. A request larger than the address space or
+ *     than RLIMIT_AS fails without giving anything back: it could not help.
  *   - A successful call leaves errno as it was, also when it was served after
  *     a refused request (by a fallback or the retry above).
  *   - A size computation that would overflow (calloc's n*size, reallocarray's

@@ -1227,9 +1227,22 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
             h = reuse_pop(cls);
     }
     if (h == NULL) {
+        int saved_errno = errno;
         h = alloc_generic_in(heap, total, alignment, false);
+        if (h == NULL && debug_quarantine_bytes() + debug_reuse_bytes() > 0 && os_size_mappable(total)) {
+            /* The OS refused (SPEC, failure contract: caches and standby
+             * memory go back before a request fails). The freed blocks
+             * waiting in the quarantine and the reuse cache are such
+             * memory: they leave now, checked as usual, and the request
+             * tries again on what they free. Not for a request no mapping
+             * could serve: the quarantine would lose its blocks for
+             * nothing. */
+            debug_quarantine_flush();
+            h = alloc_generic_in(heap, total, alignment, false);
+        }
         if (h == NULL)
             return NULL; /* errno set */
+        errno = saved_errno;
         free_list_check(h);
     }
     h->size = size;

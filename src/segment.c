@@ -984,7 +984,7 @@ static page_t *segment_adopt_run(heap_t *heap, segment_t *seg, size_t count, siz
     return segment_run_init(seg, (size_t)idx, count);
 }
 
-page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
+static page_t *segment_alloc_run_try(heap_t *heap, size_t count, size_t align_slices)
 {
     /* Resident slices first, in any of the heap's segments, then in a cached
      * segment (one another thread handed off, page.c); then the lowest free
@@ -1024,6 +1024,21 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
     if (seg == NULL)
         return NULL;
     return segment_adopt_run(heap, seg, count, align_slices);
+}
+
+page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
+{
+    page_t *page = segment_alloc_run_try(heap, count, align_slices);
+    if (ebb_unlikely(page == NULL)) {
+        /* The OS refused a new segment, even after the caches went back
+         * (segment_map_new). What else this heap holds free becomes runs
+         * first: its empty pages (the one kept per class too) and the
+         * blocks other threads freed into its pages, not collected yet
+         * (a class's pages are collected only when it needs one). */
+        heap_collect_pages(heap, true);
+        page = segment_alloc_run_try(heap, count, align_slices);
+    }
+    return page;
 }
 
 /* ---------------------------------------------------------------------------

@@ -169,6 +169,9 @@ run_test stats_tsan 400 \
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
     -- "$T/test_stats_tsan"
 run_test ebbrun 300 -- bash tests/test_ebbrun.sh
+# The failure contract in debug mode: the quarantine and the reuse cache go
+# back before a request fails.
+run_test debug_oom 300 EBB_DEBUG=1 EBB_DEBUG_LEAKS=off -- "$T/test_oom"
 run_test debug_faults 300 -- bash tests/test_debug.sh
 run_test debug_behaviour 300 EBB_DEBUG=1 -- "$T/test_debug"
 run_test debug_behaviour_options 300 EBB_DEBUG=1 EBB_DEBUG_FILL_ALLOC=17 EBB_DEBUG_FILL_FREE=34 \
