@@ -500,21 +500,46 @@ static long vm_size_kib(void)
     return at ? strtol(at + 7, NULL, 10) : -1;
 }
 
+/* In a child: limit its address space (RLIMIT_AS) to what is mapped now
+ * plus `extra_mib`; the VmSize it started from (KiB), or -1 with a message. */
+static long limit_address_space(long extra_mib)
+{
+    long vm = vm_size_kib();
+    if (vm < 0) {
+        fprintf(stderr, "    child: cannot read VmSize\n");
+        return -1;
+    }
+    struct rlimit rl = {(rlim_t)(vm + extra_mib * 1024) * 1024, RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) {
+        fprintf(stderr, "    child: setrlimit: %s\n", strerror(errno));
+        return -1;
+    }
+    return vm;
+}
+
+/* Run fn in a child (run_in_child) and check that it exited with 0. */
+static void expect_child_ok(int (*fn)(void), double timeout_s, const char *what, const char *expected)
+{
+    setup_ptrs();
+    memset(ptrs, 0, 4096); /* fault in before the limit (the mapping exists already) */
+    int status;
+    if (!run_in_child(fn, timeout_s, what, &status))
+        return;
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s (messages above): status %d",
+          expected, status);
+}
+
 static int room_child(void)
 {
     void *volatile first = malloc(100);
     void *blocker = mmap(NULL, 64 << 20, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    long vm = vm_size_kib();
-    if (first == NULL || blocker == MAP_FAILED || vm < 0) {
+    if (first == NULL || blocker == MAP_FAILED) {
         fprintf(stderr, "    child: setup failed\n");
         return 2;
     }
-    struct rlimit rl = {(rlim_t)(vm + 48 * 1024) * 1024, RLIM_INFINITY};
-    if (setrlimit(RLIMIT_AS, &rl) != 0) {
-        fprintf(stderr, "    child: setrlimit: %s\n", strerror(errno));
+    if (limit_address_space(48) < 0)
         return 2;
-    }
     errno = 0;
     unsigned char *volatile p = malloc((size_t)30 << 20);
     if (p == NULL) {
@@ -529,12 +554,8 @@ static int room_child(void)
 
 static void huge_block_fits_a_limit_that_leaves_it_no_room_to_grow(void)
 {
-    int status;
-    if (!run_in_child(room_child, 60, "RLIMIT_AS", &status))
-        return;
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "malloc(30 MiB) should succeed with 48 MiB of address space left (message above): "
-          "status %d", status);
+    expect_child_ok(room_child, 60, "RLIMIT_AS",
+                    "malloc(30 MiB) should succeed with 48 MiB of address space left");
 }
 
 /* SPEC ("when the OS refuses memory, ebb first gives back its own caches and
@@ -550,18 +571,14 @@ static int huge_cache_child(void)
 {
     enum { HUGE = 3, SMALL = 75 };
     void *volatile first = malloc(100);
-    long vm = vm_size_kib();
-    if (first == NULL || vm < 0) {
+    if (first == NULL) {
         fprintf(stderr, "    child: setup failed\n");
         return 2;
     }
     /* 120 MiB: the 3 x 20 MiB huge blocks, or the 75 x 1 MiB blocks (about
      * 100 MiB of segments, three 1 MiB blocks to a 4 MiB segment), not both. */
-    struct rlimit rl = {(rlim_t)(vm + 120 * 1024) * 1024, RLIM_INFINITY};
-    if (setrlimit(RLIMIT_AS, &rl) != 0) {
-        fprintf(stderr, "    child: setrlimit: %s\n", strerror(errno));
+    if (limit_address_space(120) < 0)
         return 2;
-    }
     void *huge[HUGE];
     for (int i = 0; i < HUGE; i++) {
         huge[i] = malloc((size_t)20 << 20);
@@ -600,12 +617,9 @@ static int huge_cache_child(void)
 
 static void refused_requests_unmap_the_huge_cache_and_retry(void)
 {
-    int status;
-    if (!run_in_child(huge_cache_child, 60, "RLIMIT_AS huge cache", &status))
-        return;
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "75 x malloc(1 MiB) should succeed under RLIMIT_AS once the 60 MiB of freed huge "
-          "mappings are given back (messages above): status %d", status);
+    expect_child_ok(huge_cache_child, 60, "RLIMIT_AS huge cache",
+                    "75 x malloc(1 MiB) should succeed under RLIMIT_AS once the 60 MiB of freed "
+                    "huge mappings are given back");
 }
 
 /* A request the OS refuses is often retried another way: a smaller segment
@@ -619,23 +633,15 @@ static void refused_requests_unmap_the_huge_cache_and_retry(void)
 static int errno_child(void)
 {
     static const size_t sizes[] = {MiB, 64 * KiB, 100, 20 * MiB};
-    long vm = vm_size_kib();
-    if (vm < 0) {
-        fprintf(stderr, "    child: cannot read VmSize\n");
+    if (limit_address_space(120) < 0)
         return 2;
-    }
-    /* Three freed huge mappings in the cache, so that some refusals are
-     * followed by a retry after purge_release_caches. */
+    /* Three freed huge mappings in the cache, within the limit, so that
+     * some refusals are followed by a retry after purge_release_caches. */
     void *huge[3];
     for (int i = 0; i < 3; i++)
         huge[i] = ebb_malloc(20 * MiB);
     for (int i = 0; i < 3; i++)
         ebb_free(huge[i]);
-    struct rlimit rl = {(rlim_t)(vm + 120 * 1024) * 1024, RLIM_INFINITY};
-    if (setrlimit(RLIMIT_AS, &rl) != 0) {
-        fprintf(stderr, "    child: setrlimit: %s\n", strerror(errno));
-        return 2;
-    }
     int bad = 0;
     size_t successes = 0, refusals = 0;
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -678,14 +684,9 @@ static int errno_child(void)
 
 static void a_block_served_after_a_refused_request_leaves_errno_alone(void)
 {
-    setup_ptrs();
-    memset(ptrs, 0, 4096);
-    int status;
-    if (!run_in_child(errno_child, 120, "RLIMIT_AS errno", &status))
-        return;
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "under RLIMIT_AS every malloc that succeeds should leave errno unchanged and every one "
-          "that fails should set ENOMEM (messages above): status %d", status);
+    expect_child_ok(errno_child, 120, "RLIMIT_AS errno",
+                    "under RLIMIT_AS every malloc that succeeds should leave errno unchanged and "
+                    "every one that fails should set ENOMEM");
     /* The same with the injector: one refused request at each point of a
      * sequence of allocations of every kind, whatever fallback follows it. */
     static const size_t sizes[] = {100, 3000, 64 * KiB, 600 * KiB, MiB, 3 * MiB, 40 * MiB};
@@ -780,16 +781,9 @@ static void probe_huge_cache(size_t probe, int probes, const char *what, int *ba
 
 static int limit_probe_child(void)
 {
-    long vm = vm_size_kib();
-    if (vm < 0) {
-        fprintf(stderr, "    child: cannot read VmSize\n");
+    long vm = limit_address_space(120);
+    if (vm < 0)
         return 2;
-    }
-    struct rlimit rl = {(rlim_t)(vm + 120 * 1024) * 1024, RLIM_INFINITY};
-    if (setrlimit(RLIMIT_AS, &rl) != 0) {
-        fprintf(stderr, "    child: setrlimit: %s\n", strerror(errno));
-        return 2;
-    }
     int bad = 0;
     probe_huge_cache((size_t)(vm + 200 * 1024) * 1024, 20, "above RLIMIT_AS", &bad);
     return bad;
@@ -801,12 +795,9 @@ static void a_request_that_can_never_fit_keeps_the_huge_cache(void)
     probe_huge_cache((size_t)1 << 47, 200, "malloc(1 << 47)", &bad);
     CHECK(!bad, "malloc(1 << 47), larger than the address space, should fail with ENOMEM at once "
           "and leave the huge cache as it was (messages above)");
-    int status;
-    if (!run_in_child(limit_probe_child, 60, "RLIMIT_AS probe", &status))
-        return;
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "a request larger than RLIMIT_AS should fail with ENOMEM and leave the huge cache as it "
-          "was (messages above): status %d", status);
+    expect_child_ok(limit_probe_child, 60, "RLIMIT_AS probe",
+                    "a request larger than RLIMIT_AS should fail with ENOMEM and leave the huge "
+                    "cache as it was");
 }
 
 /* Blocks just freed are memory ebb holds for reuse, and a request the OS
@@ -832,16 +823,8 @@ static size_t fill_blocks(size_t size, size_t cap, int fill_byte)
 
 static int refill_child(void)
 {
-    long vm = vm_size_kib();
-    if (vm < 0) {
-        fprintf(stderr, "    child: cannot read VmSize\n");
+    if (limit_address_space(120) < 0)
         return 2;
-    }
-    struct rlimit rl = {(rlim_t)(vm + 120 * 1024) * 1024, RLIM_INFINITY};
-    if (setrlimit(RLIMIT_AS, &rl) != 0) {
-        fprintf(stderr, "    child: setrlimit: %s\n", strerror(errno));
-        return 2;
-    }
     static const size_t sizes[] = {MiB, 100 * KiB, 2000};
     int bad = 0;
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && !bad; k++) {
@@ -873,14 +856,8 @@ static int refill_child(void)
 
 static void freed_blocks_are_given_back_before_a_request_fails(void)
 {
-    setup_ptrs();
-    memset(ptrs, 0, 4096);
-    int status;
-    if (!run_in_child(refill_child, 120, "RLIMIT_AS refill", &status))
-        return;
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "under RLIMIT_AS, after freeing every block, as many should fit again (messages above): "
-          "status %d", status);
+    expect_child_ok(refill_child, 120, "RLIMIT_AS refill",
+                    "under RLIMIT_AS, after freeing every block, as many should fit again");
 }
 
 /* The same when another thread freed the blocks: they wait in the owner's
@@ -899,29 +876,20 @@ static void *free_all_remotely(void *arg)
 
 static int remote_refill_child(void)
 {
-    long vm = vm_size_kib();
-    if (vm < 0) {
-        fprintf(stderr, "    child: cannot read VmSize\n");
+    if (limit_address_space(120) < 0)
         return 2;
-    }
-    pthread_t t;
-    struct rlimit rl = {(rlim_t)(vm + 120 * 1024) * 1024, RLIM_INFINITY};
-    if (setrlimit(RLIMIT_AS, &rl) != 0) {
-        fprintf(stderr, "    child: setrlimit: %s\n", strerror(errno));
-        return 2;
-    }
     remote_count = fill_blocks(2000, PTR_CAP, 7);
     size_t small_bytes = remote_count * 2000;
-    rl.rlim_cur = RLIM_INFINITY; /* room for the thread's stack, then the limit again */
+    struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY}; /* room for the thread's stack */
     setrlimit(RLIMIT_AS, &rl);
+    pthread_t t;
     if (pthread_create(&t, NULL, free_all_remotely, NULL) != 0) {
         fprintf(stderr, "    child: pthread_create failed\n");
         return 2;
     }
     pthread_join(t, NULL);
-    vm = vm_size_kib();
-    rl.rlim_cur = (rlim_t)(vm * 1024);
-    setrlimit(RLIMIT_AS, &rl);
+    if (limit_address_space(0) < 0) /* then the limit again, at what is mapped */
+        return 2;
     /* Nothing more may be mapped: the 100 KiB blocks must come from the
      * runs the 2000-byte pages held. */
     size_t big = fill_blocks(100 * KiB, PTR_CAP, 8);
@@ -940,14 +908,9 @@ static int remote_refill_child(void)
 
 static void blocks_freed_by_another_thread_are_collected_before_a_request_fails(void)
 {
-    setup_ptrs();
-    memset(ptrs, 0, 4096);
-    int status;
-    if (!run_in_child(remote_refill_child, 120, "RLIMIT_AS remote refill", &status))
-        return;
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "under RLIMIT_AS, blocks another thread freed should serve a request of another size "
-          "(messages above): status %d", status);
+    expect_child_ok(remote_refill_child, 120, "RLIMIT_AS remote refill",
+                    "under RLIMIT_AS, blocks another thread freed should serve a request of "
+                    "another size");
 }
 
 int main(void)
