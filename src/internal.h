@@ -164,6 +164,13 @@ void __tsan_acquire(void *addr);
  * the thread, and the full purge delay, at its next allocation. */
 #define SOLO_PENDING_MAX ((size_t)1024 * 1024)
 
+/* The scavenger thread is started only if at least this many more threads
+ * fit under RLIMIT_NPROC and every pids cgroup limit (os_thread_room): it
+ * must not take the slot the program's own next thread needs (it is often
+ * started inside the program's first pthread_create). 16: a program near
+ * its limit usually starts a pool of threads, not one. */
+#define SCAVENGER_ROOM_THREADS 16
+
 /* Freed huge mappings kept for reuse (purged after the purge delay, unmapped
  * after the unmap delay): at most this many, and at most this many bytes.
  * 16 rather than 8: with 8 threads freeing and allocating 2-8 MiB blocks,
@@ -700,6 +707,11 @@ int os_peek_byte(const void *p, uint8_t *out);
 /* Read up to cap bytes of a file; returns the count (0 on any error). */
 size_t os_read_file(const char *path, char *buf, size_t cap);
 unsigned long os_purge_calls(void);
+/* Whether `more` threads could still be created under RLIMIT_NPROC (for a
+ * user it applies to: all the system's threads count, an upper bound on the
+ * user's own) and under the pids limit of the process's cgroup and of each
+ * of its ancestors. True when nothing can be read. A few file reads. */
+bool os_thread_room(long more);
 /* Asymmetric fences: after os_membarrier() returns true, every other running
  * thread of the process has executed a full memory barrier. The register
  * call must succeed first (Linux >= 4.14); a later call can still fail (a

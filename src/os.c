@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <linux/membarrier.h>
@@ -62,9 +63,12 @@ void os_init(void)
 
 size_t os_read_file(const char *path, char *buf, size_t cap)
 {
+    int saved = errno; /* a missing file is not the caller's failure */
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+        errno = saved;
         return 0;
+    }
     size_t got = 0;
     while (got < cap) {
         ssize_t r = read(fd, buf + got, cap - got);
@@ -75,7 +79,85 @@ size_t os_read_file(const char *path, char *buf, size_t cap)
         got += (size_t)r;
     }
     close(fd);
+    errno = saved;
     return got;
+}
+
+/* The number in `path` ("max": -1; unreadable: -2). */
+static long read_count(const char *path)
+{
+    char buf[32];
+    size_t n = os_read_file(path, buf, sizeof buf - 1);
+    buf[n] = '\0';
+    if (n == 0)
+        return -2;
+    if (strncmp(buf, "max", 3) == 0)
+        return -1;
+    char *end;
+    long v = strtol(buf, &end, 10);
+    return end == buf ? -2 : v;
+}
+
+/* The pids cgroup limits, from the process's cgroup up to the root: false if
+ * one of them has fewer than `more` threads left. cgroup v1 ("N:pids:/path")
+ * under /sys/fs/cgroup/pids, else v2 ("0::/path") under /sys/fs/cgroup. */
+static bool pids_room(long more)
+{
+    char text[2048], path[512];
+    size_t n = os_read_file("/proc/self/cgroup", text, sizeof text - 1);
+    text[n] = '\0';
+    const char *base = "/sys/fs/cgroup/pids", *at = strstr(text, ":pids:");
+    if (at != NULL) {
+        at += 6;
+    } else {
+        base = "/sys/fs/cgroup";
+        at = strncmp(text, "0::", 3) == 0 ? text + 3 : strstr(text, "\n0::");
+        if (at == NULL)
+            return true;
+        if (*at == '\n')
+            at += 4;
+    }
+    size_t len = strcspn(at, "\n");
+    int base_len = (int)strlen(base);
+    if (len + (size_t)base_len + 16 > sizeof path)
+        return true; /* too deep to check */
+    memcpy(path, base, (size_t)base_len);
+    memcpy(path + base_len, at, len);
+    size_t end = (size_t)base_len + len;
+    while (end > 0 && path[end - 1] == '/')
+        end--; /* "/" is the root: no limit file */
+    for (int level = 0; end > (size_t)base_len && level < 32; level++) {
+        memcpy(path + end, "/pids.max", 10);
+        long max = read_count(path);
+        if (max >= 0) {
+            memcpy(path + end, "/pids.current", 14);
+            long current = read_count(path);
+            if (current >= 0 && current + more > max)
+                return false;
+        }
+        while (end > (size_t)base_len && path[end - 1] != '/')
+            end--;
+        if (end > (size_t)base_len)
+            end--; /* the parent */
+    }
+    return true;
+}
+
+bool os_thread_room(long more)
+{
+    struct rlimit rl;
+    if (getuid() != 0 && getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        /* "0.52 0.58 0.59 3/517 12345": the fourth field's total is every
+         * thread the kernel runs. */
+        char buf[128];
+        size_t n = os_read_file("/proc/loadavg", buf, sizeof buf - 1);
+        buf[n] = '\0';
+        const char *slash = strchr(buf, '/');
+        long total = slash ? strtol(slash + 1, NULL, 10) : 0;
+        if (total > 0 && (rlim_t)(total + more) > rl.rlim_cur)
+            return false;
+    }
+    return pids_room(more);
 }
 
 void os_write_stderr(const char *s, size_t len)

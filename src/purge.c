@@ -79,6 +79,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -505,7 +506,8 @@ static void purge_start_thread(void)
     pthread_attr_setstacksize(&attr, 64 * 1024);
     pthread_t tid;
     bool traced = debug_untraced_begin(); /* its allocations are ebb's */
-    int rc = pthread_create(&tid, &attr, scavenger_main, NULL);
+    bool room = os_thread_room(SCAVENGER_ROOM_THREADS);
+    int rc = room ? pthread_create(&tid, &attr, scavenger_main, NULL) : EAGAIN;
     debug_untraced_end(traced);
     pthread_attr_destroy(&attr);
     long delay = atomic_load_explicit(&start_delay_ms, memory_order_relaxed);
@@ -514,7 +516,12 @@ static void purge_start_thread(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     atomic_store(&thread_state, rc == 0 ? THREAD_RUNNING : THREAD_FAILED);
     calloc_watch(0);
-    if (rc != 0) {
+    if (!room) {
+        static const char msg[] = "ebb: not starting the background purge thread: it would take "
+                                  "one of the last threads RLIMIT_NPROC or pids.max allows; "
+                                  "memory is returned during allocator calls only\n";
+        os_write_stderr(msg, sizeof msg - 1);
+    } else if (rc != 0) {
         static const char msg[] = "ebb: cannot start the background purge thread; "
                                   "memory is returned during allocator calls only\n";
         os_write_stderr(msg, sizeof msg - 1);

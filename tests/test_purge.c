@@ -58,6 +58,8 @@
 #include <stddef.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1487,6 +1489,149 @@ static void joining_many_threads_before_the_scavenger_starts_does_not_deadlock(v
 {
     static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
     expect_child_passes("child_join_many_threads_before_the_scavenger_exists", env, 10);
+}
+
+/* README's former known limit: the scavenger is a thread, and under
+ * RLIMIT_NPROC with one thread left, ebb took it and the program's own
+ * pthread_create failed with EAGAIN. ebb now starts its thread only while
+ * SCAVENGER_ROOM_THREADS more fit (src/os.c, os_thread_room). As root the
+ * child becomes nobody, whose only process it is, with RLIMIT_NPROC at 2:
+ * room for the program's one thread, not for ebb's too (before, this
+ * pthread_create failed). A user other than root cannot count its own
+ * processes here: the limit is set to all the system's threads plus one,
+ * which checks that the thread is not started, but would fit both threads. */
+static void *room_thread_main(void *arg)
+{
+    return arg;
+}
+
+static long system_threads(void)
+{
+    char buf[128] = {0};
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f == NULL)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *slash = strchr(buf, '/');
+    return slash ? strtol(slash + 1, NULL, 10) : -1;
+}
+
+static void child_scavenger_leaves_the_last_thread_slots_to_the_program(void)
+{
+    struct rlimit rl;
+    if (getuid() == 0) {
+        REQUIRE(setgid(65534) == 0 && setuid(65534) == 0, "could not become nobody: %s",
+                strerror(errno));
+        rl.rlim_cur = rl.rlim_max = 2;
+    } else {
+        long total = system_threads();
+        REQUIRE(total > 0, "cannot read /proc/loadavg");
+        REQUIRE(getrlimit(RLIMIT_NPROC, &rl) == 0, "getrlimit: %s", strerror(errno));
+        rl.rlim_cur = (rlim_t)total + 1;
+    }
+    REQUIRE(setrlimit(RLIMIT_NPROC, &rl) == 0, "setrlimit(RLIMIT_NPROC): %s", strerror(errno));
+    /* A huge block makes the scavenger wanted; the next allocation starts it. */
+    unsigned char *huge = malloc(20 * MiB);
+    REQUIRE(huge != NULL, "malloc(20 MiB) failed");
+    touch(huge, 20 * MiB, 5);
+    free(huge);
+    void *small = malloc(100);
+    check_keep(small);
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    ebb_stats_get(&st);
+    CHECK(!st.scavenger_running, "with RLIMIT_NPROC %lu, the scavenger should not start",
+          (unsigned long)rl.rlim_cur);
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, room_thread_main, NULL);
+    CHECK(rc == 0, "the program's own thread should fit under RLIMIT_NPROC %lu: pthread_create "
+          "returned %d (%s)", (unsigned long)rl.rlim_cur, rc, strerror(rc));
+    if (rc == 0)
+        pthread_join(t, NULL);
+    free(small);
+}
+
+static void scavenger_leaves_the_last_thread_slots_to_the_program(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_scavenger_leaves_the_last_thread_slots_to_the_program", env, 30);
+}
+
+/* The same under a pids cgroup's limit (cgroups v1 or v2), which applies
+ * to root too: the parent makes a cgroup allowing 2 tasks, the child moves
+ * itself into it. Before, the scavenger took the second and the program's
+ * pthread_create failed. */
+static bool write_text(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY);
+    if (fd < 0)
+        return false;
+    ssize_t n = write(fd, text, strlen(text));
+    close(fd);
+    return n == (ssize_t)strlen(text);
+}
+
+static void child_scavenger_leaves_the_last_pids_to_the_program(void)
+{
+    const char *dir = getenv("TEST_PIDS_CGROUP");
+    REQUIRE(dir != NULL, "TEST_PIDS_CGROUP is not set");
+    char path[512], pid[32];
+    snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    REQUIRE(write_text(path, pid), "could not join %s: %s", dir, strerror(errno));
+    unsigned char *huge = malloc(20 * MiB);
+    REQUIRE(huge != NULL, "malloc(20 MiB) failed");
+    touch(huge, 20 * MiB, 5);
+    free(huge);
+    void *small = malloc(100);
+    check_keep(small);
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    ebb_stats_get(&st);
+    CHECK(!st.scavenger_running, "with pids.max 2, the scavenger should not start");
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, room_thread_main, NULL);
+    CHECK(rc == 0, "the program's own thread should fit under pids.max 2: pthread_create "
+          "returned %d (%s)", rc, strerror(rc));
+    if (rc == 0)
+        pthread_join(t, NULL);
+    free(small);
+}
+
+static void scavenger_leaves_the_last_pids_to_the_program(void)
+{
+    char dir[256], path[300];
+    const char *base = NULL;
+    struct stat sb;
+    if (stat("/sys/fs/cgroup/pids/cgroup.procs", &sb) == 0) {
+        base = "/sys/fs/cgroup/pids"; /* cgroups v1 */
+    } else {
+        char text[256] = {0};
+        int fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_RDONLY);
+        if (fd >= 0) {
+            ssize_t n = read(fd, text, sizeof text - 1);
+            close(fd);
+            if (n > 0 && strstr(text, "pids"))
+                base = "/sys/fs/cgroup"; /* cgroups v2, pids delegated to children */
+        }
+    }
+    snprintf(dir, sizeof dir, "%s/ebb-test-%d", base ? base : "", (int)getpid());
+    if (base == NULL || mkdir(dir, 0755) != 0) {
+        SKIP_CHECK("no pids cgroup can be made here (%s): the pids.max check is not run",
+                   base ? strerror(errno) : "no pids controller");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/pids.max", dir);
+    if (!write_text(path, "2")) {
+        SKIP_CHECK("cannot set %s: the pids.max check is not run", path);
+        rmdir(dir);
+        return;
+    }
+    char env_dir[300];
+    snprintf(env_dir, sizeof env_dir, "TEST_PIDS_CGROUP=%s", dir);
+    const char *const env[] = {"EBB_PURGE_DELAY=50", env_dir, NULL};
+    expect_child_passes("child_scavenger_leaves_the_last_pids_to_the_program", env, 30);
+    CHECK(rmdir(dir) == 0, "could not remove the test cgroup %s: %s", dir, strerror(errno));
 }
 
 /* Review finding: a process whose last allocation came before anything
@@ -4096,6 +4241,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_debug_quarantine_lets_pages_go_back_after_its_wait),
     CHILD_CASE(child_debug_mode_large_blocks_alone_come_back),
     CHILD_CASE(child_join_many_threads_before_the_scavenger_exists),
+    CHILD_CASE(child_scavenger_leaves_the_last_thread_slots_to_the_program),
+    CHILD_CASE(child_scavenger_leaves_the_last_pids_to_the_program),
     CHILD_CASE(child_memory_freed_before_the_scavenger_starts_comes_back),
     CHILD_CASE(child_segments_emptied_by_remote_large_frees_are_released),
     CHILD_CASE(child_purge_delay_zero_returns_memory_at_once),
@@ -4197,6 +4344,8 @@ int main(int argc, char **argv)
     RUN_CASE(blocks_freed_into_a_running_threads_pages_come_back);
     RUN_CASE(segments_emptied_by_remote_large_frees_are_released);
     RUN_CASE(joining_many_threads_before_the_scavenger_starts_does_not_deadlock);
+    RUN_CASE(scavenger_leaves_the_last_thread_slots_to_the_program);
+    RUN_CASE(scavenger_leaves_the_last_pids_to_the_program);
     RUN_CASE(memory_freed_before_the_scavenger_starts_comes_back);
     RUN_CASE(purge_delay_zero_returns_memory_at_once);
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
