@@ -163,6 +163,17 @@ void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero)
     } else {
         bool is_zero;
         p = huge_alloc(size, alignment, &is_zero);
+        if (ebb_unlikely(p == NULL) && size <= os_info.map_max && os_size_mappable(size)) {
+            /* Refused even after the caches went back (huge_alloc): the
+             * empty pages of this heap and the blocks other threads freed
+             * into it may make whole segments free, whose address space
+             * the mapping can then use (as segment_alloc_run does). */
+            lock_acquire(&heap->lock);
+            heap_collect_pages(heap, true);
+            segment_release_empty(heap);
+            lock_release(&heap->lock);
+            p = huge_alloc(size, alignment, &is_zero);
+        }
         if (p && zero && !is_zero)
             memset(p, 0, size);
     }

@@ -1229,14 +1229,16 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
     if (h == NULL) {
         int saved_errno = errno;
         h = alloc_generic_in(heap, total, alignment, false);
-        if (h == NULL && debug_quarantine_bytes() + debug_reuse_bytes() > 0 && os_size_mappable(total)) {
+        if (h == NULL && room == 0 && debug_quarantine_bytes() + debug_reuse_bytes() > 0 &&
+            os_size_mappable(total)) {
             /* The OS refused (SPEC, failure contract: caches and standby
              * memory go back before a request fails). The freed blocks
              * waiting in the quarantine and the reuse cache are such
              * memory: they leave now, checked as usual, and the request
              * tries again on what they free. Not for a request no mapping
              * could serve: the quarantine would lose its blocks for
-             * nothing. */
+             * nothing; nor for realloc's try with headroom, which tries
+             * again without it first. */
             debug_quarantine_flush();
             h = alloc_generic_in(heap, total, alignment, false);
         }

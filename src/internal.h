@@ -627,7 +627,9 @@ typedef struct os_info_s {
 extern os_info_t os_info;
 
 void os_init(void);
-/* errno: no primitive below changes it, whether it succeeds or fails. A
+/* errno: no primitive below changes it, whether it succeeds or fails
+ * (except the open calls, which say so, and pthread_create in purge.c,
+ * whose caller restores it). A
  * refused request is often retried another way (a smaller region, no room,
  * after the caches are given back), and a malloc that then succeeds must not
  * return with the first refusal's ENOMEM; the allocating entry points set

@@ -401,6 +401,10 @@ static bool spare_fill(segment_t *seg, size_t from, size_t to)
 static void huge_cache_insert(segment_t *seg)
 {
     size_t size = seg->map_size;
+    if (size > HUGE_CACHE_MAX_BYTES) { /* it could never fit: drop it, not the cache */
+        os_unmap(seg, size);
+        return;
+    }
     huge_drops_t drops = {0};
     lock_acquire(&huge_lock);
     while (huge_spare_count > 0 && huge_bytes + huge_spare_bytes + size > HUGE_CACHE_MAX_BYTES)
@@ -552,6 +556,7 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
      * failure path would then unmap it, to no avail. */
     if (!os_size_mappable(total)) {
         huge_cache_insert(seg);
+        purge_wake(); /* a pass that ran while it was out may have gone to sleep */
         return NULL;
     }
     if (spares_enabled()) {

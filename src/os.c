@@ -55,8 +55,12 @@ void os_init(void)
         interp |= ph[i].p_type == PT_INTERP;
     os_info.static_exe = ph != NULL && !interp;
     os_info.via_loader = interp && getauxval(AT_BASE) == 0;
-    /* Linux places the stack at the top of the user address space. */
-    uintptr_t top = (uintptr_t)__builtin_frame_address(0);
+    /* Linux places the initial stack at the top of the user address space;
+     * AT_RANDOM points into it whatever stack this runs on (a thread's may
+     * be anywhere). */
+    uintptr_t top = (uintptr_t)getauxval(AT_RANDOM);
+    if (top == 0)
+        top = (uintptr_t)__builtin_frame_address(0);
     unsigned bits = 64 - (unsigned)__builtin_clzl(top | 1);
     os_info.map_max = bits >= 8 * sizeof(size_t) ? SIZE_MAX : (size_t)1 << bits;
 }
@@ -162,15 +166,17 @@ bool os_thread_room(long more)
 
 void os_write_stderr(const char *s, size_t len)
 {
+    int saved = errno;
     while (len > 0) {
         ssize_t w = write(2, s, len);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return;
+            break;
         s += w;
         len -= (size_t)w;
     }
+    errno = saved;
 }
 
 int os_open_read(const char *path)
@@ -271,9 +277,11 @@ uint64_t os_now_ms(void)
 
 void os_sleep_ms(long ms)
 {
+    int saved = errno;
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+    errno = saved;
 }
 
 bool os_membarrier_register(void)

@@ -497,6 +497,7 @@ static void purge_start_thread(void)
     int expected = THREAD_NONE;
     if (!atomic_compare_exchange_strong(&thread_state, &expected, THREAD_STARTING))
         return;
+    int saved_errno = errno; /* the allocation that starts it may still succeed */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits this mask */
@@ -526,6 +527,7 @@ static void purge_start_thread(void)
                                   "memory is returned during allocator calls only\n";
         os_write_stderr(msg, sizeof msg - 1);
     }
+    errno = saved_errno;
 }
 
 void purge_want_thread(void)

@@ -716,7 +716,8 @@ static void a_block_served_after_a_refused_request_leaves_errno_alone(void)
 }
 
 /* A request that no mapping can serve, like a program probing how much it
- * can get with malloc(1 << 47), fails at once and leaves the huge cache as
+ * can get with malloc(1 << 47) (here 1 << 62, above the address space of
+ * every 64-bit target), fails at once and leaves the huge cache as
  * it was (review finding: each such probe took the biggest cached mapping,
  * failed to grow it, and the failure path then unmapped it with the rest of
  * the cache; 200 probes cost a million page faults instead of ten thousand,
@@ -772,7 +773,7 @@ static void probe_huge_cache(size_t probe, int probes, const char *what, int *ba
                 what, HUGE, (unsigned long long)before.huge_cached);
         *bad = 1;
     }
-    if (probe > (size_t)1 << 46 && os_map_calls() != calls) {
+    if (probe > (size_t)1 << 60 && os_map_calls() != calls) {
         fprintf(stderr, "    %s: %d x malloc(%zu) made %lu OS memory requests, expected none\n",
                 what, probes, probe, os_map_calls() - calls);
         *bad = 1;
@@ -792,8 +793,8 @@ static int limit_probe_child(void)
 static void a_request_that_can_never_fit_keeps_the_huge_cache(void)
 {
     int bad = 0;
-    probe_huge_cache((size_t)1 << 47, 200, "malloc(1 << 47)", &bad);
-    CHECK(!bad, "malloc(1 << 47), larger than the address space, should fail with ENOMEM at once "
+    probe_huge_cache((size_t)1 << 62, 200, "malloc(1 << 62)", &bad);
+    CHECK(!bad, "malloc(1 << 62), larger than any address space, should fail with ENOMEM at once "
           "and leave the huge cache as it was (messages above)");
     expect_child_ok(limit_probe_child, 60, "RLIMIT_AS probe",
                     "a request larger than RLIMIT_AS should fail with ENOMEM and leave the huge "
@@ -865,6 +866,7 @@ static void freed_blocks_are_given_back_before_a_request_fails(void)
  * needs a page of that class. A refused request for another size collects
  * every page first, so that their runs can serve it. */
 static size_t remote_count;
+static size_t remote_then_size; /* what the child asks for afterwards */
 
 static void *free_all_remotely(void *arg)
 {
@@ -890,17 +892,18 @@ static int remote_refill_child(void)
     pthread_join(t, NULL);
     if (limit_address_space(0) < 0) /* then the limit again, at what is mapped */
         return 2;
-    /* Nothing more may be mapped: the 100 KiB blocks must come from the
-     * runs the 2000-byte pages held. */
-    size_t big = fill_blocks(100 * KiB, PTR_CAP, 8);
+    /* Nothing more may be mapped: the blocks must come from the runs the
+     * 2000-byte pages held (huge ones: from their segments' address space). */
+    size_t size = remote_then_size;
+    size_t big = fill_blocks(size, PTR_CAP, 8);
     int err = errno;
     for (size_t i = 0; i < big; i++)
         ebb_free(ptrs[i]);
-    fprintf(stderr, "    child: %zu x 2000 bytes freed by another thread, then %zu x 100 KiB\n",
-            remote_count, big);
-    if (small_bytes < 64 * MiB || big * 100 * KiB < small_bytes / 2) {
+    fprintf(stderr, "    child: %zu x 2000 bytes freed by another thread, then %zu x %zu bytes\n",
+            remote_count, big, size);
+    if (small_bytes < 64 * MiB || big * size < small_bytes / 2) {
         fprintf(stderr, "    child: expected at least 64 MiB of 2000-byte blocks and half as many "
-                "bytes of 100 KiB blocks after another thread freed them (errno %d)\n", err);
+                "bytes of %zu-byte blocks after another thread freed them (errno %d)\n", size, err);
         return 1;
     }
     return 0;
@@ -908,9 +911,16 @@ static int remote_refill_child(void)
 
 static void blocks_freed_by_another_thread_are_collected_before_a_request_fails(void)
 {
+    remote_then_size = 100 * KiB;
     expect_child_ok(remote_refill_child, 120, "RLIMIT_AS remote refill",
                     "under RLIMIT_AS, blocks another thread freed should serve a request of "
                     "another size");
+    /* A huge request too (review finding: only small and large ones
+     * collected the heap's pages; 0 x 4 MiB fitted). */
+    remote_then_size = 4 * MiB;
+    expect_child_ok(remote_refill_child, 120, "RLIMIT_AS remote refill, huge",
+                    "under RLIMIT_AS, the segments of blocks another thread freed should serve "
+                    "huge blocks");
 }
 
 int main(void)

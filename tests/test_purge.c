@@ -1558,6 +1558,41 @@ static void scavenger_leaves_the_last_thread_slots_to_the_program(void)
     expect_child_passes("child_scavenger_leaves_the_last_thread_slots_to_the_program", env, 30);
 }
 
+/* Review finding: the allocation that starts the scavenger could succeed
+ * with errno = ENOMEM, left by a pthread_create whose stack the OS refused.
+ * A fresh process: a freed huge block wants the thread, and the next
+ * allocation, served from the huge cache under a limit with no room for a
+ * thread's stack, starts it. */
+static void child_a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone(void)
+{
+    void *p = malloc(3 * MiB);
+    REQUIRE(p != NULL, "malloc(3 MiB) failed");
+    free(p);
+    char buf[4096] = {0}; /* read without stdio, which would allocate (and start the thread) */
+    int fd = open("/proc/self/status", O_RDONLY);
+    REQUIRE(fd >= 0, "cannot open /proc/self/status");
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    const char *vm = strstr(buf, "VmSize:");
+    REQUIRE(vm != NULL, "no VmSize in /proc/self/status");
+    struct rlimit rl = {(rlim_t)strtol(vm + 7, NULL, 10) * 1024, RLIM_INFINITY};
+    REQUIRE(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %s", strerror(errno));
+    errno = EDOM;
+    p = malloc(3 * MiB);
+    int e = errno;
+    REQUIRE(p != NULL, "malloc(3 MiB) from the huge cache failed (errno %d)", e);
+    CHECK(e == EDOM, "a malloc that succeeded while the scavenger could not start should leave "
+          "errno unchanged (EDOM), got %d (%s)", e, strerror(e));
+    free(p);
+}
+
+static void a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone", env, 30);
+}
+
 /* The same under a pids cgroup's limit (cgroups v1 or v2), which applies
  * to root too: the parent makes a cgroup allowing 2 tasks, the child moves
  * itself into it. Before, the scavenger took the second and the program's
@@ -4243,6 +4278,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_join_many_threads_before_the_scavenger_exists),
     CHILD_CASE(child_scavenger_leaves_the_last_thread_slots_to_the_program),
     CHILD_CASE(child_scavenger_leaves_the_last_pids_to_the_program),
+    CHILD_CASE(child_a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone),
     CHILD_CASE(child_memory_freed_before_the_scavenger_starts_comes_back),
     CHILD_CASE(child_segments_emptied_by_remote_large_frees_are_released),
     CHILD_CASE(child_purge_delay_zero_returns_memory_at_once),
@@ -4346,6 +4382,7 @@ int main(int argc, char **argv)
     RUN_CASE(joining_many_threads_before_the_scavenger_starts_does_not_deadlock);
     RUN_CASE(scavenger_leaves_the_last_thread_slots_to_the_program);
     RUN_CASE(scavenger_leaves_the_last_pids_to_the_program);
+    RUN_CASE(a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone);
     RUN_CASE(memory_freed_before_the_scavenger_starts_comes_back);
     RUN_CASE(purge_delay_zero_returns_memory_at_once);
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
