@@ -1505,6 +1505,29 @@ static void *room_thread_main(void *arg)
     return arg;
 }
 
+/* Make the scavenger wanted (a freed huge block) and let the next
+ * allocation try to start it; then it must not run, and the program's own
+ * thread must fit under `limit`. */
+static void expect_the_program_gets_the_last_thread(const char *limit)
+{
+    unsigned char *huge = malloc(20 * MiB);
+    REQUIRE(huge != NULL, "malloc(20 MiB) failed");
+    touch(huge, 20 * MiB, 5);
+    free(huge);
+    void *small = malloc(100);
+    check_keep(small);
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    ebb_stats_get(&st);
+    CHECK(!st.scavenger_running, "with %s, the scavenger should not start", limit);
+    pthread_t t;
+    int rc = pthread_create(&t, NULL, room_thread_main, NULL);
+    CHECK(rc == 0, "the program's own thread should fit under %s: pthread_create returned %d (%s)",
+          limit, rc, strerror(rc));
+    if (rc == 0)
+        pthread_join(t, NULL);
+    free(small);
+}
+
 static long system_threads(void)
 {
     char buf[128] = {0};
@@ -1532,24 +1555,9 @@ static void child_scavenger_leaves_the_last_thread_slots_to_the_program(void)
         rl.rlim_cur = (rlim_t)total + 1;
     }
     REQUIRE(setrlimit(RLIMIT_NPROC, &rl) == 0, "setrlimit(RLIMIT_NPROC): %s", strerror(errno));
-    /* A huge block makes the scavenger wanted; the next allocation starts it. */
-    unsigned char *huge = malloc(20 * MiB);
-    REQUIRE(huge != NULL, "malloc(20 MiB) failed");
-    touch(huge, 20 * MiB, 5);
-    free(huge);
-    void *small = malloc(100);
-    check_keep(small);
-    struct ebb_stats st = {.version = EBB_STATS_VERSION};
-    ebb_stats_get(&st);
-    CHECK(!st.scavenger_running, "with RLIMIT_NPROC %lu, the scavenger should not start",
-          (unsigned long)rl.rlim_cur);
-    pthread_t t;
-    int rc = pthread_create(&t, NULL, room_thread_main, NULL);
-    CHECK(rc == 0, "the program's own thread should fit under RLIMIT_NPROC %lu: pthread_create "
-          "returned %d (%s)", (unsigned long)rl.rlim_cur, rc, strerror(rc));
-    if (rc == 0)
-        pthread_join(t, NULL);
-    free(small);
+    char limit[64];
+    snprintf(limit, sizeof limit, "RLIMIT_NPROC %lu", (unsigned long)rl.rlim_cur);
+    expect_the_program_gets_the_last_thread(limit);
 }
 
 static void scavenger_leaves_the_last_thread_slots_to_the_program(void)
@@ -1615,22 +1623,7 @@ static void child_scavenger_leaves_the_last_pids_to_the_program(void)
     snprintf(path, sizeof path, "%s/cgroup.procs", dir);
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     REQUIRE(write_text(path, pid), "could not join %s: %s", dir, strerror(errno));
-    unsigned char *huge = malloc(20 * MiB);
-    REQUIRE(huge != NULL, "malloc(20 MiB) failed");
-    touch(huge, 20 * MiB, 5);
-    free(huge);
-    void *small = malloc(100);
-    check_keep(small);
-    struct ebb_stats st = {.version = EBB_STATS_VERSION};
-    ebb_stats_get(&st);
-    CHECK(!st.scavenger_running, "with pids.max 2, the scavenger should not start");
-    pthread_t t;
-    int rc = pthread_create(&t, NULL, room_thread_main, NULL);
-    CHECK(rc == 0, "the program's own thread should fit under pids.max 2: pthread_create "
-          "returned %d (%s)", rc, strerror(rc));
-    if (rc == 0)
-        pthread_join(t, NULL);
-    free(small);
+    expect_the_program_gets_the_last_thread("pids.max 2");
 }
 
 static void scavenger_leaves_the_last_pids_to_the_program(void)
