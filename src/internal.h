@@ -621,19 +621,18 @@ typedef struct os_info_s {
     bool via_loader; /* a dynamic program started as `ld.so ./prog`, whose
                         /proc/self/exe is the loader */
     size_t map_max;  /* no mapping can be bigger: the size of the address
-                        space below the stack, rounded up to a power of two
-                        (2^47 on x86-64) */
+                        space below the initial stack, rounded up to a power
+                        of two (2^47 on x86-64) */
 } os_info_t;
 extern os_info_t os_info;
 
 void os_init(void);
-/* errno: no primitive below changes it, whether it succeeds or fails
- * (except the open calls, which say so, and pthread_create in purge.c,
- * whose caller restores it). A
+/* errno: no primitive below changes it, whether it succeeds or fails. A
  * refused request is often retried another way (a smaller region, no room,
  * after the caches are given back), and a malloc that then succeeds must not
  * return with the first refusal's ENOMEM; the allocating entry points set
- * ENOMEM themselves when they return NULL (alloc.c, debug.c). */
+ * ENOMEM themselves when they return NULL (alloc.c, debug.c). purge.c
+ * restores errno around pthread_create. */
 /* Map `size` bytes (a multiple of the page size) readable and writable, the
  * start aligned to `align` (a power of two >= page size) at `align_offset`
  * bytes into the mapping: (start + align_offset) % align == 0. NULL on failure.
