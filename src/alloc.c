@@ -163,7 +163,7 @@ void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero)
     } else {
         bool is_zero;
         p = huge_alloc(size, alignment, &is_zero);
-        if (ebb_unlikely(p == NULL) && size <= os_info.map_max && os_size_mappable(size)) {
+        if (ebb_unlikely(p == NULL) && os_size_mappable(size)) {
             /* Refused even after the caches went back (huge_alloc): the
              * empty pages of this heap and the blocks other threads freed
              * into it may make whole segments free, whose address space
