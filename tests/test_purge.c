@@ -1566,6 +1566,28 @@ static void scavenger_leaves_the_last_thread_slots_to_the_program(void)
     expect_child_passes("child_scavenger_leaves_the_last_thread_slots_to_the_program", env, 30);
 }
 
+/* The process's address space now (VmSize; 0 if it cannot be read), read
+ * without stdio, which would allocate (and could start the scavenger). */
+static UNUSED size_t vm_size_bytes(void)
+{
+    char buf[4096] = {0};
+    int fd = open("/proc/self/status", O_RDONLY);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    const char *vm = strstr(buf, "VmSize:");
+    return vm != NULL ? (size_t)strtol(vm + 7, NULL, 10) * 1024 : 0;
+}
+
+/* RLIMIT_AS at `bytes` (the hard limit stays). */
+static UNUSED void limit_address_space_to(size_t bytes)
+{
+    struct rlimit rl = {(rlim_t)bytes, RLIM_INFINITY};
+    REQUIRE(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %s", strerror(errno));
+}
+
 /* Review finding: the allocation that starts the scavenger could succeed
  * with errno = ENOMEM, left by a pthread_create whose stack the OS refused.
  * A fresh process: a freed huge block wants the thread, and the next
@@ -1576,16 +1598,9 @@ static void child_a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone(vo
     void *p = malloc(3 * MiB);
     REQUIRE(p != NULL, "malloc(3 MiB) failed");
     free(p);
-    char buf[4096] = {0}; /* read without stdio, which would allocate (and start the thread) */
-    int fd = open("/proc/self/status", O_RDONLY);
-    REQUIRE(fd >= 0, "cannot open /proc/self/status");
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    const char *vm = strstr(buf, "VmSize:");
-    REQUIRE(vm != NULL, "no VmSize in /proc/self/status");
-    struct rlimit rl = {(rlim_t)strtol(vm + 7, NULL, 10) * 1024, RLIM_INFINITY};
-    REQUIRE(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit: %s", strerror(errno));
+    size_t vm = vm_size_bytes();
+    REQUIRE(vm > 0, "cannot read VmSize from /proc/self/status");
+    limit_address_space_to(vm);
     errno = EDOM;
     p = malloc(3 * MiB);
     int e = errno;
@@ -1971,6 +1986,64 @@ static void a_freed_huge_block_takes_its_cut_tail_back(void)
 {
     static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
     expect_child_passes("child_a_freed_huge_block_takes_its_cut_tail_back", env, 30);
+}
+
+/* A cached mapping taken for a request it cannot serve goes back to the
+ * cache in its place by age (large.c, huge_cache_insert): a full cache then
+ * still evicts its oldest mapping, not the one freed just before it. The
+ * request is above RLIMIT_AS: huge_cache_take takes the biggest mapping, the
+ * oldest here, finds that no mapping could grow to the size, and puts it back. */
+#define AGE_CACHED 16 /* HUGE_CACHE_MAX */
+static void *page_of(const void *p)
+{
+    return (void *)((uintptr_t)p & ~(uintptr_t)4095);
+}
+
+static void child_a_mapping_put_back_keeps_its_age_in_the_cache(void)
+{
+    unsigned char *block[AGE_CACHED + 1];
+    for (int i = 0; i <= AGE_CACHED; i++) {
+        /* block[0] the biggest; all of them within the cache's byte bound */
+        size_t size = i == 0 ? 7 * MiB : 3 * MiB + (size_t)i * 64 * KiB;
+        block[i] = malloc(size);
+        REQUIRE(block[i] != NULL, "malloc(%zu) failed", size);
+        touch(block[i], 64 * KiB, 1);
+    }
+    for (int i = 0; i < AGE_CACHED; i++) {
+        free(block[i]); /* block[0] first: the oldest */
+        sleep_ms(3);    /* each freed in a later millisecond */
+    }
+    struct ebb_stats s = {.version = EBB_STATS_VERSION};
+    ebb_stats_get(&s);
+    REQUIRE(s.huge_cached == AGE_CACHED, "expected the %d freed mappings in the huge cache, it "
+            "holds %llu", AGE_CACHED, (unsigned long long)s.huge_cached);
+    size_t vm = vm_size_bytes();
+    REQUIRE(vm > 0, "cannot read VmSize from /proc/self/status");
+    size_t limit = vm + 256 * MiB;
+    limit_address_space_to(limit);
+    errno = 0;
+    void *p = malloc(limit + MiB);
+    int e = errno;
+    REQUIRE(p == NULL && e == ENOMEM, "malloc above RLIMIT_AS should fail with ENOMEM: %p, "
+            "errno %d", p, e);
+    limit_address_space_to(RLIM_INFINITY);
+    ebb_stats_get(&s);
+    REQUIRE(s.huge_cached == AGE_CACHED, "the failed request should leave the %d mappings "
+            "cached, %llu are", AGE_CACHED, (unsigned long long)s.huge_cached);
+    free(block[AGE_CACHED]); /* the cache is full: its oldest mapping goes */
+    unsigned char v;
+    bool oldest_gone = mincore(page_of(block[0]), 4096, &v) != 0;
+    bool second_kept = mincore(page_of(block[1]), 4096, &v) == 0;
+    CHECK(oldest_gone && second_kept, "a free into the full cache should unmap the oldest "
+          "mapping (%p, taken and put back by the failed request): it is %s, and the second "
+          "oldest (%p) %s", (void *)block[0], oldest_gone ? "unmapped" : "still mapped",
+          (void *)block[1], second_kept ? "is still mapped" : "was unmapped instead");
+}
+
+static void a_mapping_put_back_keeps_its_age_in_the_cache(void)
+{
+    static const char *const env[] = {"EBB_UNMAP_DELAY=3600000", NULL};
+    expect_child_passes("child_a_mapping_put_back_keeps_its_age_in_the_cache", env, 30);
 }
 
 
@@ -4280,6 +4353,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_a_huge_block_holds_at_most_1_5x_its_size),
     CHILD_CASE(child_a_cached_huge_mapping_grows_where_it_is),
     CHILD_CASE(child_a_freed_huge_block_takes_its_cut_tail_back),
+    CHILD_CASE(child_a_mapping_put_back_keeps_its_age_in_the_cache),
     CHILD_CASE(child_huge_spares_serve_realloc_and_keep_contents),
     CHILD_CASE(child_huge_spares_stay_within_the_cache_bound),
     CHILD_CASE(child_huge_blocks_survive_an_old_kernels_mremap),
@@ -4383,6 +4457,7 @@ int main(int argc, char **argv)
     RUN_CASE(a_huge_block_holds_at_most_1_5x_its_size);
     RUN_CASE(a_cached_huge_mapping_grows_where_it_is);
     RUN_CASE(a_freed_huge_block_takes_its_cut_tail_back);
+    RUN_CASE(a_mapping_put_back_keeps_its_age_in_the_cache);
     RUN_CASE(huge_spares_serve_realloc_and_keep_contents);
     RUN_CASE(huge_spares_stay_within_the_cache_bound);
     RUN_CASE(huge_blocks_survive_an_old_kernels_mremap);
