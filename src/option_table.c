@@ -24,14 +24,14 @@ const option_desc_t option_table[OPT_COUNT] = {
                          "(purged) before it is unmapped"},
     [OPT_BACKGROUND] = {"EBB_BACKGROUND", 1, 0, 1, NULL, false,
                         "1: a background thread purges when the program is idle; "
-                        "0: purge only during allocator calls"},
+                        "0: purge only during allocator calls", OPTION_SWITCH},
     [OPT_HUGE_PAGES] = {"EBB_HUGE_PAGES", 0, 0, 1, NULL, false,
                         "1: back huge blocks (above 2 MiB, or aligned beyond what a segment "
                         "gives) with transparent huge pages (fewer page faults; a sparsely "
-                        "written block is resident 2 MiB at a time)"},
+                        "written block is resident 2 MiB at a time)", OPTION_SWITCH},
     [OPT_STATS] = {"EBB_STATS", 0, 0, 1, NULL, false,
                    "1: print a report of what ebb holds (snapshot and size-class "
-                   "table) when the process exits"},
+                   "table) when the process exits", OPTION_SWITCH},
     [OPT_STATS_FILE] = {"EBB_STATS_FILE", 0, 0, 0, NULL, true,
                         "append the reports and samples to this file instead of "
                         "stderr (%p: the process id)"},
@@ -40,7 +40,7 @@ const option_desc_t option_table[OPT_COUNT] = {
                             "thread (0: none; needs EBB_BACKGROUND=1)"},
     [OPT_DEBUG] = {"EBB_DEBUG", 0, 0, 1, NULL, false,
                    "1: debug mode: headers, canaries, fills, a quarantine and stack "
-                   "traces catch heap misuse (docs/debug-mode.md)"},
+                   "traces catch heap misuse (docs/debug-mode.md)", OPTION_SWITCH},
     [OPT_DEBUG_ON_ERROR] = {"EBB_DEBUG_ON_ERROR", 0, 0, 1, on_error_names, false,
                             "after a fault report: abort, or continue (the bad free is "
                             "ignored)"},
@@ -50,7 +50,7 @@ const option_desc_t option_table[OPT_COUNT] = {
                            "is reported)"},
     [OPT_DEBUG_QUARANTINE] = {"EBB_DEBUG_QUARANTINE", 16 << 20, 0, 1L << 40, NULL, false,
                               "bytes of freed blocks held back (filled, checked when they "
-                              "leave) before reuse"},
+                              "leave) before reuse", OPTION_BYTES},
     [OPT_DEBUG_QUARANTINE_IDLE] = {"EBB_DEBUG_QUARANTINE_IDLE", 1000, -1, 3600000, NULL, false,
                                    "ms a freed block waits in the quarantine at most; then "
                                    "it is checked and released, so its page can go back "
@@ -72,6 +72,111 @@ const option_desc_t option_table[OPT_COUNT] = {
                        "append fault and leak reports to this file instead of stderr "
                        "(%p: the process id), opened for each report"},
 };
+
+/* ASCII, case-insensitive: no locale is consulted while the process starts. */
+static bool same_word(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        char x = *a >= 'A' && *a <= 'Z' ? (char)(*a - 'A' + 'a') : *a;
+        if (x != *b)
+            return false;
+    }
+    return *a == *b;
+}
+
+static const char *const switch_off[] = {"0", "off", "no", "false", NULL};
+static const char *const switch_on[] = {"1", "on", "yes", "true", NULL};
+
+static bool in_words(const char *s, const char *const *words)
+{
+    for (int i = 0; words[i]; i++)
+        if (same_word(s, words[i]))
+            return true;
+    return false;
+}
+
+/* A byte count: digits, then nothing or one of K M G T (any case), which may
+ * be followed by "iB" or "B". */
+static bool parse_bytes(const char *s, long *out)
+{
+    char digits[24];
+    size_t n = 0;
+    while (s[n] >= '0' && s[n] <= '9') {
+        if (n + 1 >= sizeof digits)
+            return false;
+        digits[n] = s[n];
+        n++;
+    }
+    digits[n] = '\0';
+    long v;
+    if (n == 0 || !option_parse_long(digits, &v))
+        return false;
+    const char *unit = s + n;
+    if (*unit == '\0') {
+        *out = v;
+        return true;
+    }
+    static const char scales[] = "kmgt";
+    int shift = 0;
+    for (int i = 0; scales[i]; i++)
+        if ((unit[0] | 0x20) == scales[i])
+            shift = 10 * (i + 1);
+    if (shift == 0 || !(unit[1] == '\0' || same_word(unit + 1, "ib") || same_word(unit + 1, "b")))
+        return false;
+    if (v > LONG_MAX >> shift)
+        return false;
+    *out = v << shift;
+    return true;
+}
+
+bool option_parse_value(const option_desc_t *d, const char *s, long *out)
+{
+    long v;
+    switch (d->unit) {
+    case OPTION_SWITCH:
+        if (in_words(s, switch_off))
+            v = 0;
+        else if (in_words(s, switch_on))
+            v = 1;
+        else
+            return false;
+        break;
+    case OPTION_BYTES:
+        if (!parse_bytes(s, &v))
+            return false;
+        break;
+    default:
+        if (!option_parse_long(s, &v))
+            return false;
+        break;
+    }
+    if (v < d->min || v > d->max)
+        return false;
+    *out = v;
+    return true;
+}
+
+const char *option_form(const option_desc_t *d)
+{
+    switch (d->unit) {
+    case OPTION_SWITCH:
+        return "0 or 1 (or off/on, no/yes, false/true)";
+    case OPTION_BYTES:
+        return "a byte count";
+    default:
+        return "a whole number";
+    }
+}
+
+bool option_has_range(const option_desc_t *d)
+{
+    return d->unit != OPTION_SWITCH;
+}
+
+const char *option_form_note(const option_desc_t *d)
+{
+    return d->unit == OPTION_BYTES ? " (K, M, G or T: times 1024, 1024^2, ...)" : "";
+}
 
 bool option_parse_long(const char *s, long *out)
 {

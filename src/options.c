@@ -60,7 +60,7 @@ static void option_set_from_text(option_id_t id, const char *value)
             }
         }
     } else {
-        ok = option_parse_long(value, &v) && v >= d->min && v <= d->max;
+        ok = option_parse_value(d, value, &v);
     }
     if (ok) {
         option_values[id] = v;
@@ -83,10 +83,15 @@ static void option_set_from_text(option_id_t id, const char *value)
         text_add(&t, "; using ");
         text_add(&t, d->choices[d->def]);
     } else {
-        text_add(&t, ": expected a whole number from ");
-        text_add_long(&t, d->min);
-        text_add(&t, " to ");
-        text_add_long(&t, d->max);
+        text_add(&t, ": expected ");
+        text_add(&t, option_form(d));
+        if (option_has_range(d)) {
+            text_add(&t, " from ");
+            text_add_long(&t, d->min);
+            text_add(&t, " to ");
+            text_add_long(&t, d->max);
+            text_add(&t, option_form_note(d));
+        }
         text_add(&t, "; using ");
         text_add_long(&t, d->def);
     }

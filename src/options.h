@@ -32,19 +32,38 @@ typedef enum {
     OPT_COUNT
 } option_id_t;
 
+/* How a numeric option's value is written. */
+typedef enum {
+    OPTION_NUMBER, /* a decimal integer */
+    OPTION_SWITCH, /* 0 or 1; also off/on, no/yes, false/true (any case) */
+    OPTION_BYTES,  /* a decimal integer, optionally with K, M, G or T (powers
+                      of 1024; "KiB" and "KB" mean the same) */
+} option_unit_t;
+
 typedef struct option_desc_s {
     const char *name;
     long def, min, max;         /* numeric options */
     const char *const *choices; /* NULL-terminated names of 0, 1, ...; or NULL */
     bool is_text;               /* the value is text (a path), not a number */
     const char *doc;            /* one line for README.md and ebbrun --help */
+    option_unit_t unit;         /* numeric options: how the value is written */
 } option_desc_t;
 
 extern const option_desc_t option_table[OPT_COUNT];
 
 /* A decimal integer with an optional sign and nothing else (no spaces); false
- * if `s` is not one or is beyond a long. The library and ebbrun both use it,
- * so ebbrun accepts exactly what the library will. */
+ * if `s` is not one or is beyond a long. */
 bool option_parse_long(const char *s, long *out);
+
+/* The value of numeric option `d` written as `s` (its unit's forms, above),
+ * within d's range; false if it is not one. The library and ebbrun both use
+ * it, so ebbrun accepts exactly what the library will. */
+bool option_parse_value(const option_desc_t *d, const char *s, long *out);
+
+/* What option_parse_value accepts for `d`, for "expected <form> from <min>
+ * to <max><note>" (option_has_range) or "expected <form>" (a switch). */
+const char *option_form(const option_desc_t *d);
+bool option_has_range(const option_desc_t *d);
+const char *option_form_note(const option_desc_t *d);
 
 #endif /* EBB_OPTIONS_H */

@@ -110,6 +110,12 @@ grep -q '^  block: 512 bytes requested at 0x[0-9a-f]*00, aligned to 256$' "$TMP/
 { EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=4096 "$D/use_after_free" >/dev/null 2>"$TMP/uaf"; } 2>/dev/null
 grep -q "the byte at offset 5 changed while the block was in quarantine" "$TMP/uaf" ||
     fail "the use-after-free report should say which byte changed"
+# The same run with the options spelled as a user may write them: a switch as
+# "yes", a byte count with a suffix (src/option_table.c, option_parse_value).
+{ EBB_DEBUG=yes EBB_DEBUG_QUARANTINE=4K "$D/use_after_free" >/dev/null 2>"$TMP/uafk"; } 2>/dev/null
+grep -q "the byte at offset 5 changed while the block was in quarantine" "$TMP/uafk" &&
+    ! grep -q '^ebb: EBB_' "$TMP/uafk" ||
+    fail "EBB_DEBUG=yes EBB_DEBUG_QUARANTINE=4K should act as EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=4096: $(head -3 "$TMP/uafk")"
 { EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=4096 "$D/use_after_free_tail" >/dev/null 2>"$TMP/uaftail"; } 2>/dev/null
 grep -q "the byte at offset 12 (past the requested size) changed while the block was in quarantine" \
     "$TMP/uaftail" || fail "a write after free past the requested size is found, at its offset"

@@ -171,8 +171,24 @@ EBB_DEBUG_QUARANTINE=1099511627776 "$EBBRUN" -- true 2>"$TMP/q.err"
 grep -q 'EBB_DEBUG_QUARANTINE' "$TMP/q.err" &&
     fail "EBB_DEBUG_QUARANTINE=2^40 is its documented maximum; got: $(cat "$TMP/q.err")"
 EBB_DEBUG_QUARANTINE=1099511627777 "$EBBRUN" -- true 2>"$TMP/q2.err"
-grep -q '^ebb: EBB_DEBUG_QUARANTINE=1099511627777: expected a whole number from 0 to 1099511627776' \
+grep -q '^ebb: EBB_DEBUG_QUARANTINE=1099511627777: expected a byte count from 0 to 1099511627776 (K, M, G or T' \
     "$TMP/q2.err" || fail "2^40 + 1 should be reported out of range; got: $(cat "$TMP/q2.err")"
+# Switches take on/off, yes/no, true/false too, and byte counts a K, M, G or
+# T suffix; ebbrun accepts exactly what the library does.
+EBB_DEBUG=maybe EBB_BACKGROUND=Off EBB_DEBUG_QUARANTINE=1T EBB_DEBUG_LEAKS=off "$EBBRUN" -- true 2>"$TMP/u.err"
+grep -q '^ebb: EBB_DEBUG=maybe: expected 0 or 1 (or off/on, no/yes, false/true); using 0$' "$TMP/u.err" ||
+    fail "EBB_DEBUG=maybe should be reported; got: $(cat "$TMP/u.err")"
+grep -q 'EBB_BACKGROUND\|EBB_DEBUG_QUARANTINE' "$TMP/u.err" &&
+    fail "EBB_BACKGROUND=Off and EBB_DEBUG_QUARANTINE=1T (its maximum) are valid; got: $(cat "$TMP/u.err")"
+EBB_DEBUG_QUARANTINE=2TiB "$EBBRUN" -- true 2>"$TMP/u2.err"
+grep -q '^ebb: EBB_DEBUG_QUARANTINE=2TiB: expected a byte count' "$TMP/u2.err" ||
+    fail "2 TiB is above EBB_DEBUG_QUARANTINE's maximum; got: $(cat "$TMP/u2.err")"
+"$EBBRUN" --set EBB_DEBUG_QUARANTINE=64KiB --set EBB_STATS=yes -- true 2>"$TMP/s2.err"
+[ $? -eq 0 ] && ! grep -q '^ebb: EBB_' "$TMP/s2.err" ||
+    fail "--set EBB_DEBUG_QUARANTINE=64KiB --set EBB_STATS=yes should be accepted: $(head -3 "$TMP/s2.err")"
+"$EBBRUN" --set EBB_DEBUG=maybe -- true 2>"$TMP/s3.err"
+[ $? -eq 2 ] && grep -q 'EBB_DEBUG=maybe: expected 0 or 1' "$TMP/s3.err" ||
+    fail "--set EBB_DEBUG=maybe: exit 2 with the library's wording; got: $(cat "$TMP/s3.err")"
 "$EBBRUN" --purge-delay " 5" -- true 2>"$TMP/sp.err"
 [ $? -eq 2 ] || fail "ebbrun --purge-delay ' 5' should exit 2, as the library would reject it"
 "$EBBRUN" --set EBB_PURGE_METHOD=fast -- true 2>"$TMP/s.err"

@@ -57,6 +57,11 @@ static void usage(FILE *out)
             fprintf(out, "  %-25s   (a file name; unset by default)\n", "");
         else if (d->choices)
             fprintf(out, "  %-25s   (one of the names; default %s)\n", "", d->choices[d->def]);
+        else if (d->unit == OPTION_SWITCH)
+            fprintf(out, "  %-25s   (0/1, off/on, no/yes or false/true; default %ld)\n", "", d->def);
+        else if (d->unit == OPTION_BYTES)
+            fprintf(out, "  %-25s   (%ld to %ld bytes, K, M, G or T: powers of 1024; default %ld)\n",
+                    "", d->min, d->max, d->def);
         else
             fprintf(out, "  %-25s   (%ld to %ld; default %ld)\n", "", d->min, d->max, d->def);
     }
@@ -97,10 +102,11 @@ static void option_check(const option_desc_t *d, const char *value)
         die("%s=%s: not one of the accepted names", d->name, value);
     }
     long v;
-    if (!option_parse_long(value, &v) || v < d->min || v > d->max) {
-        char range[64];
-        snprintf(range, sizeof range, "%ld to %ld", d->min, d->max);
-        fprintf(stderr, "%s: %s=%s: expected a whole number from %s\n", prog, d->name, value, range);
+    if (!option_parse_value(d, value, &v)) {
+        fprintf(stderr, "%s: %s=%s: expected %s", prog, d->name, value, option_form(d));
+        if (option_has_range(d))
+            fprintf(stderr, " from %ld to %ld%s", d->min, d->max, option_form_note(d));
+        fprintf(stderr, "\n");
         exit(2);
     }
 }
