@@ -64,6 +64,26 @@ static void new_blocks_are_filled_and_calloc_stays_zero(void)
     }
 }
 
+/* A big calloc that the program uses sparsely stays as little resident as in
+ * release mode: the OS's fresh pages are zero already and are not cleared
+ * again (include/ebb.h). Review finding: debug mode cleared all of it, so a
+ * calloc of 256 MiB made 256 MiB resident. */
+static void a_big_calloc_is_not_made_resident(void)
+{
+    size_t n = (size_t)256 << 20;
+    long before = check_anon_rss();
+    unsigned char *z = calloc(1, n);
+    REQUIRE(z != NULL, "calloc(256 MiB) failed");
+    long grown_kb = (check_anon_rss() - before) / 1024;
+    printf("    info: calloc(256 MiB): RSS grew by %ld KiB\n", grown_kb);
+    CHECK(grown_kb < 8 * 1024, "calloc(256 MiB) should leave its fresh pages alone: RSS grew by "
+          "%ld KiB", grown_kb);
+    size_t bad = 0;
+    CHECK(all_bytes(z, 4096, 0, &bad) && all_bytes(z + n - 4096, 4096, 0, &bad) && z[n / 2] == 0,
+          "calloc(256 MiB) must read as zero");
+    free(z);
+}
+
 static void freed_blocks_hold_the_free_fill_in_quarantine(void)
 {
     int fill = env_byte("EBB_DEBUG_FILL_FREE", 0xDE);
@@ -591,6 +611,7 @@ int main(void)
     setvbuf(stdout, NULL, _IOLBF, 0);
     RUN_CASE(debug_mode_is_on);
     RUN_CASE(new_blocks_are_filled_and_calloc_stays_zero);
+    RUN_CASE(a_big_calloc_is_not_made_resident);
     RUN_CASE(freed_blocks_hold_the_free_fill_in_quarantine);
     RUN_CASE(usable_size_is_the_requested_size);
     RUN_CASE(realloc_keeps_the_contents);
