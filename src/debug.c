@@ -693,10 +693,10 @@ static void release_block(void *block)
 #define PREFETCH_BYTES 1024
 
 typedef struct quarantine_shard_s {
-    lock_t lock; /* the FIFO and its counts */
+    _Alignas(64) lock_t lock; /* the FIFO and its counts; one cache line each */
     debug_header_t *first, *last;
     uint64_t pushed, popped; /* blocks ever pushed, ever taken from the front */
-    char pad[64 - sizeof(lock_t) - 4 * sizeof(void *)]; /* one cache line each */
+    size_t bytes;            /* of the blocks in it (block_bytes) */
 } quarantine_shard_t;
 
 /* The purge passes' samples of one shard (under pass_lock): its push count
@@ -948,12 +948,29 @@ size_t debug_reuse_bytes(void)
     return atomic_load_explicit(&reuse_bytes, memory_order_relaxed);
 }
 
+/* A freed block's user pointer in the default layout: for reports about a
+ * block whose header (and so its offset) cannot be trusted. */
+static void *default_user_of(debug_header_t *h)
+{
+    return (uint8_t *)h + sizeof *h;
+}
+
 static void leave_quarantine(debug_header_t *h)
 {
-    /* Step 2. A magic a write after free changed is no claim to wait for:
-     * the block leaves all the same. */
-    block_claim(h, DEBUG_MAGIC_FREED, DEBUG_MAGIC_BUSY);
+    /* Step 2. A magic a write changed is no claim to wait for: the block
+     * leaves all the same, but its header is not trusted (its size and
+     * offset lead the fill check) and the block is released unchecked. */
+    bool claimed = block_claim(h, DEBUG_MAGIC_FREED, DEBUG_MAGIC_BUSY);
     size_t bytes = block_bytes(h);
+    if (!claimed || h->check != header_check(h) || h->offset < sizeof *h || h->offset > bytes ||
+        h->size > bytes - h->offset) {
+        report("corrupted block header", default_user_of(h), NULL,
+               "a write before the block's start changed ebb's header while the block waited "
+               "in the quarantine (a write past the end of the block below it?)");
+        atomic_store_explicit(&h->magic, 0, memory_order_release);
+        release_block(h);
+        return;
+    }
     const uint8_t *bad = freed_fill_broken(h, bytes);
     if (bad) {
         text_t t;
@@ -974,20 +991,122 @@ static void leave_quarantine_all(debug_header_t *list)
     }
 }
 
+/* The quarantine's links live in the freed blocks' headers (qnext), where a
+ * write past the end of the block below one can reach them, magic first (the
+ * header's first word). So a link is followed only out of a header whose
+ * magic still says "freed" (or "held by verify"), and only to one whose
+ * magic says so too. A broken link cuts the shard's FIFO there: the blocks
+ * from it on are dropped (never reused, no longer counted), and the cut is
+ * reported once the shard's lock is dropped (quarantine_report_cut: a report
+ * may abort). Review finding: an overflow 84 bytes past a block into its
+ * quarantined neighbour's header crashed the next drain. */
+static bool quarantined_sound(const debug_header_t *h)
+{
+    if (((uintptr_t)h & (MIN_ALIGN - 1)) != 0 || !segment_map_contains(h))
+        return false;
+    uint64_t m = atomic_load_explicit(&h->magic, memory_order_relaxed);
+    return m == (DEBUG_MAGIC_FREED ^ (uintptr_t)h) || m == (DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h);
+}
+
+/* The first cut this thread made and has not reported yet: the block whose
+ * header was found changed (`at`, when the link to it was plausible), or the
+ * block whose link was (`from`, with the link's value). */
+static __thread struct {
+    debug_header_t *at, *from;
+    uintptr_t link;
+    size_t dropped_bytes;
+} quarantine_cut;
+
+/* Under q's lock: drop `bad` (the front of q, or old's successor) and the
+ * rest of q; the bytes dropped. */
+static size_t shard_cut_locked(quarantine_shard_t *q, debug_header_t *old, debug_header_t *bad)
+{
+    if (quarantine_cut.at == NULL && quarantine_cut.from == NULL) {
+        /* A link to the start of a block of ours is taken as intact: then
+         * it is that block's header that was changed. */
+        bool plausible = false;
+        if (((uintptr_t)bad & (MIN_ALIGN - 1)) == 0 && segment_map_contains(bad)) {
+            segment_t *seg = ptr_segment(bad);
+            if (seg->kind == SEGMENT_NORMAL) {
+                page_t *page = segment_page_of(seg, bad);
+                plausible = page->kind != PAGE_FREE &&
+                            page_is_carved_block((uintptr_t)bad, (uintptr_t)page_start(page),
+                                                 page->block_size, page->reserved);
+            } else {
+                plausible = (uint8_t *)bad == (uint8_t *)seg + seg->block_offset;
+            }
+        }
+        if (plausible || old == NULL) {
+            quarantine_cut.at = bad;
+        } else {
+            quarantine_cut.from = old;
+            quarantine_cut.link = (uintptr_t)bad;
+        }
+        quarantine_cut.dropped_bytes = q->bytes;
+    }
+    size_t dropped = q->bytes;
+    q->bytes = 0;
+    q->first = q->last = NULL;
+    q->popped = q->pushed;
+    return dropped;
+}
+
+static void quarantine_report_cut(void)
+{
+    if (ebb_likely(quarantine_cut.at == NULL && quarantine_cut.from == NULL))
+        return;
+    text_t t;
+    text_init(&t, -1);
+    debug_header_t *h;
+    if (quarantine_cut.at) {
+        h = quarantine_cut.at;
+        text_add(&t, "a write before the block's start changed ebb's header while the block "
+                     "waited in the quarantine (a write past the end of the block below it?)");
+    } else {
+        h = quarantine_cut.from;
+        text_add(&t, "the block's quarantine link was changed to ");
+        text_add_hex(&t, quarantine_cut.link);
+        text_add(&t, ", not a freed block: a write into its header");
+    }
+    text_add(&t, "; the blocks freed after it in this quarantine (");
+    text_add_long(&t, (long)quarantine_cut.dropped_bytes);
+    text_add(&t, " bytes) are dropped, never reused");
+    quarantine_cut.at = quarantine_cut.from = NULL;
+    report("corrupted block header", default_user_of(h), NULL, text_cstr(&t));
+}
+
 /* Under q's lock: take blocks from the front of `q` onto *out_tail until
  * `need` bytes are taken, it is empty, or `keep` is next (NULL: none kept);
- * the bytes taken. */
+ * the bytes taken (and dropped, at a broken link). */
 static size_t shard_take_locked(quarantine_shard_t *q, size_t need, debug_header_t ***out_tail,
                                 const debug_header_t *keep)
 {
     size_t got = 0;
     while (got < need && q->first && q->first != keep) {
         debug_header_t *old = q->first;
-        q->first = old->qnext;
+        if (!quarantined_sound(old)) {
+            got += shard_cut_locked(q, NULL, old);
+            break;
+        }
+        debug_header_t *next = old->qnext;
+        if (next != NULL && !quarantined_sound(next)) {
+            /* old is sound: it is taken; the FIFO is cut after it (which
+             * counts old as popped too). */
+            size_t bytes = block_bytes(old);
+            q->bytes -= bytes;
+            got += bytes + shard_cut_locked(q, old, next);
+            old->qnext = NULL;
+            **out_tail = old;
+            *out_tail = &old->qnext;
+            break;
+        }
+        q->first = next;
         if (q->first == NULL)
             q->last = NULL;
         q->popped++;
-        got += block_bytes(old);
+        size_t bytes = block_bytes(old);
+        q->bytes -= bytes;
+        got += bytes;
         old->qnext = NULL;
         **out_tail = old;
         *out_tail = &old->qnext;
@@ -1032,6 +1151,7 @@ static void quarantine_push(debug_header_t *h, size_t bytes)
         q->first = h;
     q->last = h;
     q->pushed++;
+    q->bytes += bytes;
     /* seq_cst, then the wake: the scavenger's protocol (purge.c), so that a
      * quarantine that was empty is drained once its threads stop freeing. */
     size_t total = atomic_fetch_add(&q_bytes, bytes) + bytes;
@@ -1058,6 +1178,7 @@ static void quarantine_push(debug_header_t *h, size_t bytes)
         got += shard_evict(&shards[(own + k) % QUARANTINE_SHARDS], need - got, &out_tail);
     atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
     leave_quarantine_all(out);
+    quarantine_report_cut();
     prefetch_block(next);
 }
 
@@ -1070,6 +1191,7 @@ void debug_quarantine_flush(void)
         size_t got = shard_evict(&shards[k], SIZE_MAX, &out_tail);
         atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
         leave_quarantine_all(out);
+        quarantine_report_cut();
     }
     reuse_flush();
 }
@@ -1106,10 +1228,9 @@ static __thread debug_header_t *decay_out;
 void debug_quarantine_after_pass(void)
 {
     debug_header_t *list = decay_out;
-    if (list == NULL)
-        return;
     decay_out = NULL;
     leave_quarantine_all(list);
+    quarantine_report_cut(); /* a cut the pass made */
 }
 
 /* A purge pass (purge.c): the blocks that waited EBB_DEBUG_QUARANTINE_IDLE ms
@@ -1651,6 +1772,49 @@ EBB_API void ebb_debug_set_context(const char *name)
 }
 
 
+/* A free list the allocator cut (page.c, page_link_sound) is reported by
+ * the next debug-mode call of any thread: the allocator's paths that find it
+ * may hold its locks, and a report may abort. The first cut waits here:
+ * cut_state 0 (none), 1 (being written), 2 (ready). */
+static atomic_int cut_state;
+static void *cut_block;
+static uintptr_t cut_link;
+
+void debug_note_cut_list(void *block, uintptr_t link)
+{
+    int none = 0;
+    if (!atomic_compare_exchange_strong_explicit(&cut_state, &none, 1, memory_order_relaxed,
+                                                 memory_order_relaxed))
+        return; /* one report is enough: the program is corrupting its heap */
+    cut_block = block;
+    cut_link = link;
+    atomic_store_explicit(&cut_state, 2, memory_order_release);
+}
+
+static void report_cut_list_slow(void)
+{
+    int ready = 2;
+    if (!atomic_compare_exchange_strong_explicit(&cut_state, &ready, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return;
+    void *block = cut_block;
+    uintptr_t link = cut_link;
+    atomic_store_explicit(&cut_state, 0, memory_order_release);
+    text_t t;
+    text_init(&t, -1);
+    text_add(&t, "this freed block's free-list link was changed to ");
+    text_add_hex(&t, link);
+    text_add(&t, ", not a block of its page: a write into freed memory (found when the "
+                 "blocks other threads released into its page were collected)");
+    report("corrupted free list", (uint8_t *)block + sizeof(debug_header_t), NULL, text_cstr(&t));
+}
+
+static inline void report_cut_list(void)
+{
+    if (ebb_unlikely(atomic_load_explicit(&cut_state, memory_order_relaxed) == 2))
+        report_cut_list_slow();
+}
+
 /* The allocation entry points may start the scavenger (purge_poll), as
  * release mode's slow paths do: a debug-mode program that allocated nothing
  * below 128 KiB never started it, and its quarantine's time bound, reuse
@@ -1663,6 +1827,7 @@ void *debug_alloc(size_t size, size_t alignment, bool zero)
                          the mark, so a fault an inline pass reports is traced
                          from the caller */
     void *r = alloc_impl(size, alignment, zero);
+    report_cut_list();
     DEBUG_LEAVE();
     return r;
 }
@@ -1672,6 +1837,7 @@ void *debug_realloc(void *p, size_t size)
     DEBUG_ENTER();
     purge_poll(true);
     void *r = realloc_impl(p, size);
+    report_cut_list();
     DEBUG_LEAVE();
     return r;
 }
@@ -1688,6 +1854,7 @@ void debug_free(void *p, size_t size, size_t alignment, debug_free_kind_t how)
 {
     DEBUG_ENTER();
     free_impl(p, size, alignment, how);
+    report_cut_list();
     DEBUG_LEAVE();
 }
 

@@ -1086,6 +1086,9 @@ bool debug_untraced_begin(void);
 void debug_untraced_end(bool was);
 bool debug_quarantine_pending(void);
 void debug_quarantine_flush(void);
+/* page.c: a free list was cut at `link`, the first word of `block`, which was
+ * not a block of its page; reported at the next debug-mode call. */
+void debug_note_cut_list(void *block, uintptr_t link);
 uint16_t debug_context_current(void);
 const char *debug_context_name(uint16_t id);
 /* override.c: tell trace.c which functions are allocator entry points (a weak

@@ -138,6 +138,24 @@ static void page_extend(page_t *page)
     page->capacity += (uint16_t)n;
 }
 
+/* Debug mode: whether `link`, read from a block of a remote-free list, is a
+ * block of `page`. The list's links are the freed blocks' first words,
+ * which a write into freed memory (or past the end of the block below) can
+ * change once the quarantine has let a block go: such a link is not
+ * followed, the list ends at the block holding it (the rest is lost), and
+ * debug mode reports it. Release mode follows links unchecked, as it does
+ * its own free lists. */
+static bool page_link_sound(page_t *page, block_t *block)
+{
+    uintptr_t link = (uintptr_t)block->next;
+    if (link == 0 || page_is_carved_block(link, (uintptr_t)page_start(page), page->block_size,
+                                          page->reserved))
+        return true;
+    debug_note_cut_list(block, link);
+    block->next = NULL;
+    return false;
+}
+
 /* Owner: move remote frees onto `free` (clearing XTHREAD_IN_FULL with them). */
 static void page_collect(page_t *page)
 {
@@ -147,7 +165,8 @@ static void page_collect(page_t *page)
         if (list) {
             uint32_t count = 1;
             block_t *tail = list;
-            while (tail->next) {
+            bool checked = debug_enabled;
+            while ((!ebb_unlikely(checked) || page_link_sound(page, tail)) && tail->next) {
                 tail = tail->next;
                 count++;
             }
@@ -637,11 +656,19 @@ void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandon
 
 /* Count a remote-free list (its blocks are stable while the caller holds the
  * owner's lock or owns the page: only pushes happen at its head). */
-static uint32_t xthread_count(block_t *list)
+static uint32_t xthread_count(page_t *page, block_t *list)
 {
     uint32_t n = 0;
-    for (; list; list = list->next)
+    for (; list; list = list->next) {
         n++;
+        /* Debug mode: a changed link is not followed (page_link_sound);
+         * n then falls short, and the page is left to its owner, whose
+         * collection reports it. */
+        if (ebb_unlikely(debug_enabled) && list->next != NULL &&
+            !page_is_carved_block((uintptr_t)list->next, (uintptr_t)page_start(page),
+                                  page->block_size, page->reserved))
+            return 0;
+    }
     return n;
 }
 
@@ -657,7 +684,7 @@ static void page_steal_if_free(heap_t *heap, page_t *page)
     if (atomic_load_explicit(&page->kept, memory_order_acquire))
         return;
     uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
-    uint32_t remote = xthread_count((block_t *)(x & ~XTHREAD_IN_FULL));
+    uint32_t remote = xthread_count(page, (block_t *)(x & ~XTHREAD_IN_FULL));
     if (remote != page->reserved)
         return;
     /* Take the list; a push since the load means a block came back twice. */

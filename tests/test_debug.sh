@@ -90,6 +90,8 @@ expect realloc_overflow     "heap-buffer-overflow"                              
 expect realloc_grown_overflow "heap-buffer-overflow"                                 grow_victim
 expect usable_size_freed    "malloc_usable_size of a freed block"                  allocate_victim
 expect free_list_write      "corrupted free list"                                  -
+expect remote_free_list_write "corrupted free list"                                 -
+expect quarantine_link_write "corrupted block header"                               -
 expect verify_overflow      "heap-buffer-overflow"                                 allocate_victim
 expect verify_use_after_free "heap-use-after-free"                                 allocate_victim
 expect use_after_free_late  "heap-use-after-free"                                 allocate_victim
@@ -97,6 +99,13 @@ expect use_after_free_found_by_time "heap-use-after-free"                       
 
 # The details that only some reports carry.
 begin_case details
+# A quarantine drained by the background thread's pass, the program asleep:
+# the changed header is reported from there (review finding: a crash).
+{ EBB_DEBUG=1 timeout 60 "$D/quarantine_link_write_idle" >"$TMP/qi.out" 2>"$TMP/qi"; } 2>/dev/null
+rc=$?
+qv=$(sed -n 's/^victim=//p' "$TMP/qi.out")
+[ $rc -eq 134 ] && grep -q "^==ebb== ERROR: corrupted block header of $qv " "$TMP/qi" ||
+    { fail "a changed quarantine link found by the background pass: expected SIGABRT (134) and a report of $qv, got $rc"; show "$TMP/qi"; }
 { EBB_DEBUG=1 "$D/double_free" >/dev/null 2>"$TMP/df"; } 2>/dev/null
 grep -q '^  block: 24 bytes requested at 0x[0-9a-f]*, context "phase-two"$' "$TMP/df" ||
     fail "the double free report should give the size and the context: $(grep block: "$TMP/df")"
