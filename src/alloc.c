@@ -318,6 +318,16 @@ EBB_API void *ebb_realloc(void *p, size_t size)
         void *q = huge_realloc(seg, p, size);
         if (q)
             return q;
+        /* Refused by the OS. Growing needs only the difference, the copy
+         * below the old and the new size at once: the caches go back
+         * first (SPEC, failure contract) and the growth is tried again
+         * (review finding: under RLIMIT_AS the realloc failed while the
+         * huge cache held the room, and the same call then succeeded). */
+        if (size > huge_usable_size(seg) && os_size_mappable(size) && purge_release_caches()) {
+            q = huge_realloc(seg, p, size);
+            if (q)
+                return q;
+        }
     }
     size_t usable = alloc_usable_size(p);
     if (size <= usable && size >= usable / 2)

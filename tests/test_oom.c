@@ -822,6 +822,54 @@ static size_t fill_blocks(size_t size, size_t cap, int fill_byte)
     return n;
 }
 
+/* realloc growing a huge block under RLIMIT_AS, with the room it needs held
+ * by the huge cache: growing where it is needs 30 MiB more, a copy 60 MiB.
+ * The cache goes back before the growth is refused (review finding: the
+ * first realloc failed, an identical second one succeeded). Debug mode's
+ * realloc always copies a block it cannot fit, which this limit cannot
+ * hold: there the old block must stay intact, with ENOMEM. */
+static int huge_realloc_child(void)
+{
+    unsigned char *a = ebb_malloc(30 * MiB), *b = ebb_malloc(30 * MiB);
+    if (a == NULL || b == NULL)
+        return 2;
+    memset(a, 'A', 30 * MiB);
+    memset(b, 'B', 30 * MiB);
+    ebb_free(b); /* 30 MiB waits in the huge cache */
+    if (limit_address_space(10) < 0)
+        return 2;
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    ebb_stats_get(&st);
+    errno = EDOM;
+    unsigned char *q = ebb_realloc(a, 60 * MiB);
+    int e = errno;
+    fprintf(stderr, "    child: realloc(30 MiB -> 60 MiB) under VmSize + 10 MiB: %s, errno %d\n",
+            q ? "served" : "NULL", e);
+    unsigned char *now = q ? q : a;
+    for (size_t i = 0; i < 30 * MiB; i += 4096) {
+        if (now[i] != 'A') {
+            fprintf(stderr, "    child: byte %zu of the block changed\n", i);
+            return 1;
+        }
+    }
+    if (q == NULL && (!st.debug_mode || e != ENOMEM)) {
+        fprintf(stderr, "    child: expected the growth to succeed once the huge cache went "
+                "back (or, in debug mode, NULL with ENOMEM)\n");
+        return 1;
+    }
+    if (q != NULL && e != EDOM) {
+        fprintf(stderr, "    child: a realloc that succeeded changed errno to %d\n", e);
+        return 1;
+    }
+    return 0;
+}
+
+static void a_huge_realloc_gets_the_caches_back_before_it_fails(void)
+{
+    expect_child_ok(huge_realloc_child, 60, "RLIMIT_AS huge realloc",
+                    "realloc growing a huge block should get the huge cache's room back first");
+}
+
 static int refill_child(void)
 {
     if (limit_address_space(120) < 0)
@@ -940,6 +988,7 @@ int main(void)
     RUN_CASE(a_block_served_after_a_refused_request_leaves_errno_alone);
     RUN_CASE(a_request_that_can_never_fit_keeps_the_huge_cache);
     RUN_CASE(freed_blocks_are_given_back_before_a_request_fails);
+    RUN_CASE(a_huge_realloc_gets_the_caches_back_before_it_fails);
     RUN_CASE(blocks_freed_by_another_thread_are_collected_before_a_request_fails);
     return check_finish();
 }
