@@ -468,7 +468,7 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
             h->scav_seen_count = count;
             h->scav_seen_ms = now_ms;
         }
-        bool idle = force || now_ms - h->scav_seen_ms >= idle_ms;
+        bool idle = force || ms_since(now_ms, h->scav_seen_ms) >= idle_ms;
         bool done = false;
         if (idle && lock_try_acquire(&h->lock)) {
             if (heap_quiesce(h)) {
@@ -490,7 +490,7 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
                 }
             }
             lock_release(&h->lock);
-        } else if (!idle && remote && now_ms - h->scav_remote_ms >= busy_collect_wait_ms(h)) {
+        } else if (!idle && remote && ms_since(now_ms, h->scav_remote_ms) >= busy_collect_wait_ms(h)) {
             atomic_store(&h->collect_parked, 0);
             atomic_store(&h->collect_asked, 1); /* stays pending until served */
             h->scav_remote_ms = now_ms | 1;

@@ -670,6 +670,15 @@ void os_no_huge_pages(void *p, size_t size);
  * subrange would split it in two, and mremap moves only whole mappings. */
 void os_huge_pages(void *p, size_t size);
 uint64_t os_now_ms(void);
+/* Milliseconds from `then` to `now`; 0 if `then` is later. A purge pass reads
+ * the clock once, at its start, and other threads stamp their frees after
+ * that: a plain subtraction wrapped, and a mapping freed during a pass
+ * looked older than the unmap delay (review finding: a freshly freed huge
+ * block unmapped at once). */
+static inline uint64_t ms_since(uint64_t now, uint64_t then)
+{
+    return now > then ? now - then : 0;
+}
 uint64_t os_now_us(void);
 void os_sleep_ms(long ms);
 void os_write_stderr(const char *s, size_t len);

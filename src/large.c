@@ -709,7 +709,7 @@ bool huge_cache_decay(uint64_t now_ms, bool force)
     /* Spares go after one purge delay. (With EBB_PURGE_DELAY=-1 only forced
      * passes run: they stay, as cached mappings do, until malloc_trim.) */
     for (size_t i = 0; i < huge_spare_count;) {
-        if (force || (purge_delay >= 0 && now_ms - huge_spares[i].cut_at_ms >= (uint64_t)purge_delay)) {
+        if (force || (purge_delay >= 0 && ms_since(now_ms, huge_spares[i].cut_at_ms) >= (uint64_t)purge_delay)) {
             spare_drop_locked(&drops, i);
             continue;
         }
@@ -717,7 +717,7 @@ bool huge_cache_decay(uint64_t now_ms, bool force)
     }
     for (size_t i = 0; i < huge_count;) {
         segment_t *seg = huge_cache[i];
-        uint64_t age = now_ms - seg->huge_freed_at_ms;
+        uint64_t age = ms_since(now_ms, seg->huge_freed_at_ms);
         if (force || age >= unmap_delay) {
             drops_add(&drops, seg, seg->map_size);
             huge_cache_remove_locked(i);

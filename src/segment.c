@@ -186,7 +186,7 @@ static bool region_decay(uint64_t now_ms, bool force)
     uint8_t *start = NULL;
     size_t size = 0;
     lock_acquire(&region_lock);
-    if (region_next != region_end && (force || now_ms - region_used_ms >= delay)) {
+    if (region_next != region_end && (force || ms_since(now_ms, region_used_ms) >= delay)) {
         start = region_next;
         size = (size_t)(region_end - region_next);
         region_next = region_end = NULL;
@@ -318,14 +318,14 @@ bool segment_cache_decay(uint64_t now_ms, bool force)
     lock_acquire(&cache_lock);
     size_t keep = force ? 0 : SEGMENT_STANDBY;
     /* Oldest first: entries were pushed in time order. */
-    while (cache_count > keep && (force || now_ms - cache[0]->cached_at_ms >= delay)) {
+    while (cache_count > keep && (force || ms_since(now_ms, cache[0]->cached_at_ms) >= delay)) {
         drop[n++] = cache[0];
         cache_count--;
         memmove(&cache[0], &cache[1], cache_count * sizeof cache[0]);
     }
     /* The overflow list, oldest first, after one purge delay. */
     while (overflow_first &&
-           (force || purge_delay < 0 || now_ms - overflow_first->cached_at_ms >= (uint64_t)purge_delay)) {
+           (force || purge_delay < 0 || ms_since(now_ms, overflow_first->cached_at_ms) >= (uint64_t)purge_delay)) {
         segment_t *seg = overflow_first;
         overflow_first = seg->next;
         overflow_count--;
