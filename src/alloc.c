@@ -83,8 +83,9 @@ static heap_t *heap_self(void)
     return heap;
 }
 
-/* A run of slices for one block; `zero` clears it unless it is fresh. */
-static void *alloc_large(heap_t *heap, size_t size, size_t alignment, bool zero)
+/* A run of slices for one block; `zero` clears it unless it is fresh.
+ * *fresh (if not NULL): it reads as zero without having been cleared. */
+static void *alloc_large(heap_t *heap, size_t size, size_t alignment, bool zero, bool *fresh)
 {
     size_t slices = (size + SLICE_SIZE - 1) >> SLICE_SHIFT;
     size_t align_slices = alignment > SLICE_SIZE ? alignment >> SLICE_SHIFT : 1;
@@ -99,6 +100,8 @@ static void *alloc_large(heap_t *heap, size_t size, size_t alignment, bool zero)
     void *p = page_start(page);
     if (zero && !page->is_zero)
         memset(p, 0, size);
+    if (fresh)
+        *fresh = page->is_zero;
     page->is_zero = false;
     return p;
 }
@@ -133,8 +136,13 @@ static void *alloc_generic(size_t size, size_t alignment, bool zero)
     return alloc_generic_in(heap, size, alignment, zero);
 }
 
-void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero)
+/* alloc_generic_in, and with `fresh` (not NULL; `zero` false): whether the
+ * block reads as zero without being cleared (pages the OS just mapped or
+ * purged), for a caller that clears only part of the block itself. */
+static void *alloc_generic_at(heap_t *heap, size_t size, size_t alignment, bool zero, bool *fresh)
 {
+    if (fresh)
+        *fresh = false;
     if (ebb_unlikely(alloc_size_impossible(size, alignment))) {
         errno = ENOMEM;
         return NULL;
@@ -159,7 +167,7 @@ void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero)
         }
     }
     if (size <= LARGE_MAX && alignment <= LARGE_ALIGN_MAX) {
-        p = alloc_large(heap, size ? size : 1, alignment, zero);
+        p = alloc_large(heap, size ? size : 1, alignment, zero, fresh);
     } else {
         bool is_zero;
         p = huge_alloc(size, alignment, &is_zero);
@@ -176,11 +184,23 @@ void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero)
         }
         if (p && zero && !is_zero)
             memset(p, 0, size);
+        if (p && fresh)
+            *fresh = is_zero;
     }
 done:
     if (p == NULL)
         errno = ENOMEM;
     return p;
+}
+
+void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero)
+{
+    return alloc_generic_at(heap, size, alignment, zero, NULL);
+}
+
+void *alloc_generic_in_fresh(heap_t *heap, size_t size, size_t alignment, bool *fresh)
+{
+    return alloc_generic_at(heap, size, alignment, false, fresh);
 }
 
 /* Sizes above DIRECT_MAX have no direct slot: the first page of their class

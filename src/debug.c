@@ -1347,15 +1347,17 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
         if (cls >= reuse_class_min)
             h = reuse_pop(cls);
     }
-    /* calloc: the underlying allocation zeroes only what is not known to be
-     * zero already (pages the OS just mapped or purged), so that a big,
-     * sparsely used calloc stays as little resident as in release mode
-     * (review finding: a calloc of 256 MiB was made resident by a memset). */
+    /* calloc: the user bytes are cleared unless the underlying block is
+     * known to read as zero (pages the OS just mapped or purged), so that a
+     * big, sparsely used calloc stays as little resident as in release mode
+     * (review finding: a calloc of 256 MiB was made resident by a memset).
+     * The underlying allocation clears nothing itself: its memset would
+     * write the header's first word, which verify loads as the magic
+     * beside it (only atomic stores may write it: "Claiming a block"). */
     bool zeroed = false;
     if (h == NULL) {
         int saved_errno = errno;
-        zeroed = zero;
-        h = alloc_generic_in(heap, total, alignment, zero);
+        h = alloc_generic_in_fresh(heap, total, alignment, &zeroed);
         if (h == NULL && room == 0 && debug_quarantine_bytes() + debug_reuse_bytes() > 0 &&
             os_size_mappable(total)) {
             /* The OS refused (SPEC, failure contract: caches and standby
@@ -1367,7 +1369,7 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
              * nothing; nor for realloc's try with headroom, which tries
              * again without it first. */
             debug_quarantine_flush();
-            h = alloc_generic_in(heap, total, alignment, zero);
+            h = alloc_generic_in_fresh(heap, total, alignment, &zeroed);
         }
         if (h == NULL)
             return NULL; /* errno set */

@@ -985,6 +985,8 @@ void *alloc_malloc_slow(size_t size);
 void free_generic(segment_t *seg, void *p);
 /* alloc_generic for a given heap (debug.c: the debug heap). Sets errno. */
 void *alloc_generic_in(heap_t *heap, size_t size, size_t alignment, bool zero);
+/* The same, unzeroed; *fresh: it reads as zero all the same (alloc.c). */
+void *alloc_generic_in_fresh(heap_t *heap, size_t size, size_t alignment, bool *fresh);
 /* Free a block: as its owner if `heap` owns its segment, else remotely. */
 void alloc_release(heap_t *heap, void *p);
 void *alloc_aligned(size_t size, size_t alignment, bool zero);
