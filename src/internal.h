@@ -274,11 +274,19 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* A small lock: `held` is 0 (free), 1 (held) or 2 (held, and a thread may
+ * be asleep waiting for it). lock_acquire spins a little, then sleeps in the
+ * kernel (futex) instead of yielding in a loop: a waiter must not take CPU
+ * time from the holder (8 threads on 2 CPUs), nor spin for ever behind a
+ * holder of lower real-time priority. lock_release wakes one sleeper when the
+ * lock was 2. Acquire on taking, release on dropping: the lock orders the
+ * data it guards. */
 typedef struct lock_s {
     atomic_int held;
 } lock_t;
 #define LOCK_INIT {0}
 void lock_acquire(lock_t *l);
+void lock_wake(lock_t *l);
 static inline bool lock_try_acquire(lock_t *l)
 {
     int expected = 0;
@@ -288,7 +296,8 @@ static inline bool lock_try_acquire(lock_t *l)
 }
 static inline void lock_release(lock_t *l)
 {
-    atomic_store_explicit(&l->held, 0, memory_order_release);
+    if (ebb_unlikely(atomic_exchange_explicit(&l->held, 0, memory_order_release) == 2))
+        lock_wake(l);
 }
 
 /* ---------------------------------------------------------------------------
@@ -681,6 +690,8 @@ static inline uint64_t ms_since(uint64_t now, uint64_t then)
 }
 uint64_t os_now_us(void);
 void os_sleep_ms(long ms);
+void os_futex_wait(atomic_int *word, int expected);
+void os_futex_wake_one(atomic_int *word);
 void os_write_stderr(const char *s, size_t len);
 /* Open `path` for reading; -1 on failure. errno is kept. */
 int os_open_read(const char *path);

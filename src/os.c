@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -281,6 +282,23 @@ void os_sleep_ms(long ms)
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+    errno = saved;
+}
+
+/* Sleep while *word == expected (or until a wake, a signal, or spuriously:
+ * the caller re-checks). Private to the process; errno unchanged. */
+void os_futex_wait(atomic_int *word, int expected)
+{
+    int saved = errno;
+    syscall(SYS_futex, (int *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+    errno = saved;
+}
+
+/* Wake one thread sleeping in os_futex_wait on `word`. */
+void os_futex_wake_one(atomic_int *word)
+{
+    int saved = errno;
+    syscall(SYS_futex, (int *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     errno = saved;
 }
 

@@ -29,20 +29,31 @@
 /* ---------------------------------------------------------------------------
  * Locks
  * ------------------------------------------------------------------------- */
+/* Spin while the holder is likely running and about to drop the lock (the
+ * critical sections are a few list operations; the longest, a huge
+ * mapping's purge, ends in a syscall); then mark the lock contended and
+ * sleep until lock_release wakes us. A woken thread takes the lock as 2, not
+ * 1: other sleepers may remain, and its own release must wake them. */
+#define LOCK_SPINS 100
+
 void lock_acquire(lock_t *l)
 {
-    for (unsigned spins = 0;; spins++) {
+    for (unsigned spins = 0; spins < LOCK_SPINS; spins++) {
         int expected = 0;
         if (atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&
             atomic_compare_exchange_weak_explicit(&l->held, &expected, 1,
                                                   memory_order_acquire,
                                                   memory_order_relaxed))
             return;
-        if (spins > 64)
-            sched_yield();
-        else
-            cpu_relax();
+        cpu_relax();
     }
+    while (atomic_exchange_explicit(&l->held, 2, memory_order_acquire) != 0)
+        os_futex_wait(&l->held, 2);
+}
+
+void lock_wake(lock_t *l)
+{
+    os_futex_wake_one(&l->held);
 }
 
 static lock_t abandoned_lock = LOCK_INIT; /* the abandoned list, in_abandoned */
