@@ -126,6 +126,7 @@ EBB_EXPORT struct mallinfo mallinfo(void)
     mi.hblkhd = clamp_int(m2.hblkhd);
     mi.uordblks = clamp_int(m2.uordblks);
     mi.fordblks = clamp_int(m2.fordblks);
+    mi.keepcost = clamp_int(m2.keepcost);
     return mi;
 }
 

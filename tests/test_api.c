@@ -1122,6 +1122,31 @@ static void standard_and_glibc_names_resolve_to_libebb(void)
     }
     struct mallinfo2 mi = mallinfo2(); /* callable, returns */
     check_keep(&mi);
+    /* mallinfo is mallinfo2 in ints, every field (review finding: keepcost,
+     * ebb's purgeable bytes, was always 0). A block freed with the purge
+     * pass unable to run meanwhile is held (EBB_PURGE_DELAY allows a pass
+     * at any moment, so the two snapshots are retried until they agree). */
+    bool same = false;
+    struct mallinfo m1 = {0};
+    for (int tries = 0; tries < 50 && !same; tries++) {
+        void *big = malloc(1 << 20);
+        REQUIRE(big != NULL, "malloc(1 MiB) failed");
+        memset(big, 1, 1 << 20);
+        free(big); /* purgeable now: keepcost > 0 until a pass purges it */
+        struct mallinfo2 a = mallinfo2();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* the call under test */
+        m1 = mallinfo();
+#pragma GCC diagnostic pop
+        struct mallinfo2 b = mallinfo2();
+        same = a.keepcost > 0 && a.keepcost == b.keepcost && a.arena == b.arena &&
+               a.uordblks == b.uordblks &&
+               (size_t)m1.keepcost == (a.keepcost > INT_MAX ? (size_t)INT_MAX : a.keepcost) &&
+               (size_t)m1.arena == (a.arena > INT_MAX ? (size_t)INT_MAX : a.arena) &&
+               (size_t)m1.uordblks == (a.uordblks > INT_MAX ? (size_t)INT_MAX : a.uordblks);
+    }
+    CHECK(same, "mallinfo should carry mallinfo2's fields (keepcost %d, arena %d, uordblks %d)",
+          m1.keepcost, m1.arena, m1.uordblks);
 }
 
 static void libc_internal_names_allocate_from_ebb(void)
