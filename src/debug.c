@@ -1134,10 +1134,53 @@ static void prefetch_block(const debug_header_t *h)
         __builtin_prefetch(p + off);
 }
 
+/* Blocks bigger than the whole quarantine leave it as they enter, so their
+ * header is gone by a second free, which then read as a free of a pointer
+ * ebb never returned, without the block's traces (review finding: a double
+ * free of 17 MiB was reported as "foreign"). The last BIG_FREED_MAX of them
+ * are remembered here, header and all: a pointer no live block has is
+ * looked up here before it is called foreign. A record is only read for
+ * such a pointer: if its address serves a new block, that block answers. */
+#define BIG_FREED_MAX 16
+static struct {
+    lock_t lock;
+    unsigned next;
+    struct {
+        const void *user;
+        debug_header_t header;
+    } at[BIG_FREED_MAX];
+} big_freed ebb_cold_bss;
+
+static void big_freed_note(debug_header_t *h)
+{
+    lock_acquire(&big_freed.lock);
+    unsigned i = big_freed.next++ % BIG_FREED_MAX;
+    big_freed.at[i].user = user_of(h);
+    memcpy(&big_freed.at[i].header, h, sizeof *h);
+    lock_release(&big_freed.lock);
+}
+
+/* The header of the remembered block whose user pointer p was; false if none. */
+static bool big_freed_find(const void *p, debug_header_t *copy, uintptr_t *h_at)
+{
+    bool found = false;
+    lock_acquire(&big_freed.lock);
+    for (unsigned k = 0; k < BIG_FREED_MAX && !found; k++) {
+        if (big_freed.at[k].user == p && p != NULL) {
+            memcpy(copy, &big_freed.at[k].header, sizeof *copy);
+            *h_at = (uintptr_t)p - copy->offset;
+            found = true;
+        }
+    }
+    lock_release(&big_freed.lock);
+    return found;
+}
+
 /* bytes: block_bytes(h). */
 static void quarantine_push(debug_header_t *h, size_t bytes)
 {
     if (bytes > cfg.quarantine_max) {
+        big_freed_note(h);
         leave_quarantine(h);
         return;
     }
@@ -1545,6 +1588,20 @@ static void report_unheld(const char *fault, const void *p, debug_header_t *h, c
     }
 }
 
+/* p was the user pointer of a block too big for the quarantine, freed
+ * before: reported as a call on a freed block, with its traces; true if so. */
+static bool report_big_freed(const void *p, call_t call)
+{
+    debug_header_t copy;
+    uintptr_t h_at;
+    if (!big_freed_find(p, &copy, &h_at))
+        return false;
+    report_at(fault_freed[call], p, &copy, h_at,
+              "the block was bigger than the whole quarantine (EBB_DEBUG_QUARANTINE), so it went "
+              "back as it was freed");
+    return true;
+}
+
 /* Report p if it is not a live block's user pointer; true if it is. */
 static bool pointer_sound(const void *p, call_t call, debug_header_t **out)
 {
@@ -1555,7 +1612,8 @@ static bool pointer_sound(const void *p, call_t call, debug_header_t **out)
     case PTR_OK:
         return true;
     case PTR_FOREIGN:
-        report(fault_foreign[call], p, NULL, NULL);
+        if (!report_big_freed(p, call))
+            report(fault_foreign[call], p, NULL, NULL);
         return false;
     case PTR_INTERIOR:
         report_unheld(fault_interior[call], p, h,
@@ -1571,9 +1629,10 @@ static bool pointer_sound(const void *p, call_t call, debug_header_t **out)
                       "traces below are read from it and may be wrong too)");
         return false;
     case PTR_NOT_LIVE:
-        report(fault_not_live[call], p, NULL,
-               "freed long ago (it left the quarantine), never returned by malloc, or its "
-               "block's header was overwritten from its first word");
+        if (!report_big_freed(p, call))
+            report(fault_not_live[call], p, NULL,
+                   "freed long ago (it left the quarantine), never returned by malloc, or its "
+                   "block's header was overwritten from its first word");
         return false;
     }
     return false;

@@ -70,6 +70,8 @@ expect() {
 
 expect double_free          "double free"                                          allocate_victim
 expect double_free_late     "double free"                                          allocate_victim
+expect double_free_big      "double free"                                          allocate_victim
+expect double_free_big      "double free"                                          allocate_victim EBB_DEBUG_QUARANTINE=4096
 expect free_foreign         "free of a pointer ebb never returned (foreign)"       -
 expect free_stack           "free of a pointer ebb never returned (foreign)"       -
 expect free_interior        "free of an interior pointer"                          allocate_victim
