@@ -3958,17 +3958,29 @@ static void membarrier_refused_after_start_works_as_without(void)
     expect_child_passes("child_membarrier_refused_after_start_works_as_without", env, 60);
 }
 
-static void child_segment_emptied_during_a_collect_pass_is_released(void)
+/* A thread exits leaving collect_race_block live: its segment is abandoned,
+ * and the pass the exit starts holds it off the list for a 300 ms pause
+ * (segment_inject_collect_pause), after the pass read its clock. Returns
+ * 50 ms into the pause; false if the thread or its block failed. */
+static bool pass_paused_on_an_abandoned_segment(void)
 {
-    struct ebb_stats st = {.version = EBB_STATS_VERSION};
     scavenger_start();
     segment_inject_collect_pause(300);
     pthread_t t;
-    REQUIRE(start_thread(&t, 256 * KiB, leave_a_large_block, NULL) == 0, "pthread_create failed");
+    if (start_thread(&t, 256 * KiB, leave_a_large_block, NULL) != 0)
+        return false;
     pthread_join(t, NULL);
-    REQUIRE(collect_race_block != NULL, "malloc returned NULL");
-    sleep_ms(50); /* the pass the exit started holds the segment off the list */
-    free(collect_race_block);
+    if (collect_race_block == NULL)
+        return false;
+    sleep_ms(50);
+    return true;
+}
+
+static void child_segment_emptied_during_a_collect_pass_is_released(void)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(pass_paused_on_an_abandoned_segment(), "pthread_create or malloc failed");
+    free(collect_race_block); /* the paused pass holds the segment off the list */
     /* ebb_stats_get waits for the pass to end (pass_lock): how long it waited
      * shows the free came during the pause. */
     double t0 = check_now();
@@ -4005,13 +4017,7 @@ static void segment_emptied_during_a_collect_pass_is_released(void)
 static void child_a_huge_block_freed_during_a_pass_stays_cached(void)
 {
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
-    scavenger_start();
-    segment_inject_collect_pause(300);
-    pthread_t t;
-    REQUIRE(start_thread(&t, 256 * KiB, leave_a_large_block, NULL) == 0, "pthread_create failed");
-    pthread_join(t, NULL);
-    REQUIRE(collect_race_block != NULL, "malloc returned NULL");
-    sleep_ms(50); /* the pass the exit started is in its pause */
+    REQUIRE(pass_paused_on_an_abandoned_segment(), "pthread_create or malloc failed");
     unsigned char *h = malloc(3 * MiB);
     REQUIRE(h != NULL, "malloc(3 MiB) failed");
     touch(h, 3 * MiB, 2);

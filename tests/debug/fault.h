@@ -40,6 +40,22 @@ __attribute__((noinline, unused)) static char *allocate_victim_aligned(size_t al
     return p;
 }
 
+/* Two of the `n` blocks at b, the second `stride` bytes above the first
+ * (neighbours in one page); false if no two are. */
+__attribute__((unused)) static int find_neighbours(char **b, int n, size_t stride, char **low,
+                                                   char **high)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (b[j] == b[i] + stride) {
+                *low = b[i];
+                *high = b[j];
+                return 1;
+            }
+    printf("no two neighbouring blocks found\n");
+    return 0;
+}
+
 __attribute__((unused)) static void announce(const void *p)
 {
     printf("victim=%p\n", p);

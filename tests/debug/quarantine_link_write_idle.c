@@ -11,16 +11,8 @@ int main(void)
     char *b[N], *w = NULL, *x = NULL;
     for (int i = 0; i < N; i++)
         b[i] = allocate_victim(100);
-    for (int i = 0; i < N && !w; i++)
-        for (int j = 0; j < N && !w; j++)
-            if (b[j] == b[i] + 192) {
-                w = b[i];
-                x = b[j];
-            }
-    if (w == NULL) {
-        printf("no two neighbouring blocks found\n");
+    if (!find_neighbours(b, N, 192, &w, &x))
         return 1;
-    }
     announce(x);
     free(x);
     free(malloc(200));
