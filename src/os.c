@@ -36,6 +36,38 @@ static atomic_ulong purged_bytes;
 static atomic_long inject_skip;
 static atomic_long inject_count;
 
+/* Under THP "always", the zero-initialized part of ebb's own writable
+ * segment (.bss and the cold tables of .lbss, 10 MiB of address space of
+ * which a few pages are ever written) gets a 2 MiB huge page wherever one
+ * page of an aligned 2 MiB of it is first written: 2-4 MiB resident for
+ * good, measured. It is marked MADV_NOHUGEPAGE at start. Found from this
+ * module's own ELF header (__ehdr_start: no loader call, no allocation); in
+ * a static program that is the program's, whose .bss is marked too. */
+extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+
+static void os_no_huge_pages_in_bss(void)
+{
+    const ElfW(Ehdr) *eh = &__ehdr_start;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const uint8_t *)eh + eh->e_phoff);
+    /* The load bias: where the first PT_LOAD (offset 0, the header) lies. */
+    uintptr_t bias = 0;
+    for (size_t i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0) {
+            bias = (uintptr_t)eh - ph[i].p_vaddr;
+            break;
+        }
+    }
+    uintptr_t ps = os_info.page_size;
+    for (size_t i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_W) || ph[i].p_memsz <= ph[i].p_filesz)
+            continue;
+        uintptr_t from = (bias + ph[i].p_vaddr + ph[i].p_filesz + ps - 1) & ~(ps - 1);
+        uintptr_t to = (bias + ph[i].p_vaddr + ph[i].p_memsz + ps - 1) & ~(ps - 1);
+        if (to > from)
+            os_no_huge_pages((void *)from, to - from);
+    }
+}
+
 void os_init(void)
 {
     unsigned long ps = getauxval(AT_PAGESZ);
@@ -46,6 +78,8 @@ void os_init(void)
     size_t n = os_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof thp - 1);
     thp[n] = '\0';
     os_info.thp_always = strstr(thp, "[always]") != NULL;
+    if (os_info.thp_always)
+        os_no_huge_pages_in_bss();
     /* A statically linked program (static-pie too) has no PT_INTERP. Not
      * AT_BASE: a dynamic program started as `ld.so ./prog` has none either,
      * while the loader points AT_PHDR at the program's own headers. */

@@ -228,10 +228,13 @@ static segment_t *segment_map_new(void)
     static atomic_int segments_mapped_ever;
     if (atomic_fetch_add_explicit(&segments_mapped_ever, 1, memory_order_relaxed) >= 1)
         purge_want_thread(); /* the process is using real memory */
-    /* Never handed out before: every field is zero already. */
-    seg->kind = SEGMENT_NORMAL;
+    /* Marked before its first write: under THP "always" that write would
+     * fault a 2 MiB huge page in, which the mark does not split (seen: a
+     * whole huge page resident per segment). */
     if (os_info.thp_always)
         os_no_huge_pages(seg, SEGMENT_SIZE); /* purged slices must stay purged */
+    /* Never handed out before: every field is zero already. */
+    seg->kind = SEGMENT_NORMAL;
     atomic_store_explicit(&seg->free_slices, SLICES_ALL, memory_order_relaxed);
     atomic_store_explicit(&seg->fresh_slices, SLICES_ALL, memory_order_relaxed);
     lock_acquire(&segments_lock);
