@@ -51,12 +51,15 @@ static void os_no_huge_pages_in_bss(void)
     const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const uint8_t *)eh + eh->e_phoff);
     /* The load bias: where the first PT_LOAD (offset 0, the header) lies. */
     uintptr_t bias = 0;
-    for (size_t i = 0; i < eh->e_phnum; i++) {
+    bool found = false;
+    for (size_t i = 0; i < eh->e_phnum && !found; i++) {
         if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0) {
             bias = (uintptr_t)eh - ph[i].p_vaddr;
-            break;
+            found = true;
         }
     }
+    if (!found)
+        return; /* an unusual layout: left unmarked rather than guessed */
     uintptr_t ps = os_info.page_size;
     for (size_t i = 0; i < eh->e_phnum; i++) {
         if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_W) || ph[i].p_memsz <= ph[i].p_filesz)
