@@ -955,6 +955,13 @@ static void *default_user_of(debug_header_t *h)
     return (uint8_t *)h + sizeof *h;
 }
 
+static uint8_t *block_containing(const void *p);
+
+/* What a changed header found in the quarantine means. */
+static const char header_changed_in_quarantine[] =
+    "a write before the block's start changed ebb's header while the block waited in the "
+    "quarantine (a write past the end of the block below it?)";
+
 static void leave_quarantine(debug_header_t *h)
 {
     /* Step 2. A magic a write changed is no claim to wait for: the block
@@ -964,9 +971,7 @@ static void leave_quarantine(debug_header_t *h)
     size_t bytes = block_bytes(h);
     if (!claimed || h->check != header_check(h) || h->offset < sizeof *h || h->offset > bytes ||
         h->size > bytes - h->offset) {
-        report("corrupted block header", default_user_of(h), NULL,
-               "a write before the block's start changed ebb's header while the block waited "
-               "in the quarantine (a write past the end of the block below it?)");
+        report("corrupted block header", default_user_of(h), NULL, header_changed_in_quarantine);
         atomic_store_explicit(&h->magic, 0, memory_order_release);
         release_block(h);
         return;
@@ -1024,18 +1029,8 @@ static size_t shard_cut_locked(quarantine_shard_t *q, debug_header_t *old, debug
     if (quarantine_cut.at == NULL && quarantine_cut.from == NULL) {
         /* A link to the start of a block of ours is taken as intact: then
          * it is that block's header that was changed. */
-        bool plausible = false;
-        if (((uintptr_t)bad & (MIN_ALIGN - 1)) == 0 && segment_map_contains(bad)) {
-            segment_t *seg = ptr_segment(bad);
-            if (seg->kind == SEGMENT_NORMAL) {
-                page_t *page = segment_page_of(seg, bad);
-                plausible = page->kind != PAGE_FREE &&
-                            page_is_carved_block((uintptr_t)bad, (uintptr_t)page_start(page),
-                                                 page->block_size, page->reserved);
-            } else {
-                plausible = (uint8_t *)bad == (uint8_t *)seg + seg->block_offset;
-            }
-        }
+        bool plausible = ((uintptr_t)bad & (MIN_ALIGN - 1)) == 0 && segment_map_contains(bad) &&
+                         block_containing(bad) == (uint8_t *)bad;
         if (plausible || old == NULL) {
             quarantine_cut.at = bad;
         } else {
@@ -1060,8 +1055,7 @@ static void quarantine_report_cut(void)
     debug_header_t *h;
     if (quarantine_cut.at) {
         h = quarantine_cut.at;
-        text_add(&t, "a write before the block's start changed ebb's header while the block "
-                     "waited in the quarantine (a write past the end of the block below it?)");
+        text_add(&t, header_changed_in_quarantine);
     } else {
         h = quarantine_cut.from;
         text_add(&t, "the block's quarantine link was changed to ");
@@ -1164,9 +1158,11 @@ static void big_freed_note(debug_header_t *h)
 static bool big_freed_find(const void *p, debug_header_t *copy, uintptr_t *h_at)
 {
     bool found = false;
+    if (p == NULL)
+        return false;
     lock_acquire(&big_freed.lock);
     for (unsigned k = 0; k < BIG_FREED_MAX && !found; k++) {
-        if (big_freed.at[k].user == p && p != NULL) {
+        if (big_freed.at[k].user == p) {
             memcpy(copy, &big_freed.at[k].header, sizeof *copy);
             *h_at = (uintptr_t)p - copy->offset;
             found = true;
@@ -1333,6 +1329,20 @@ size_t debug_quarantine_bytes(void)
  * window and only while this thread still owns the segment: the scavenger
  * may quiesce an idle-looking heap and collect its pages (heap.c, steps 2-4),
  * and then the check is skipped. */
+/* A freed block's free-list link (its first word) found changed to `link`;
+ * `where` says how it was found ("" or a parenthesis). */
+static void report_changed_link(void *block, uintptr_t link, const char *where)
+{
+    text_t t;
+    text_init(&t, -1);
+    text_add(&t, "this freed block's free-list link was changed to ");
+    text_add_hex(&t, link);
+    text_add(&t, ", not a block of its page: a write into freed memory");
+    text_add(&t, where);
+    /* The block's user pointer when it was freed (the default layout). */
+    report("corrupted free list", default_user_of(block), NULL, text_cstr(&t));
+}
+
 static void free_list_check(void *block)
 {
     segment_t *seg = ptr_segment(block);
@@ -1351,15 +1361,8 @@ static void free_list_check(void *block)
         }
     }
     busy_leave();
-    if (next == 0)
-        return;
-    text_t t;
-    text_init(&t, -1);
-    text_add(&t, "this freed block's free-list link was changed to ");
-    text_add_hex(&t, next);
-    text_add(&t, ", not a block of its page: a write into freed memory");
-    /* The block's user pointer when it was freed (the default layout). */
-    report("corrupted free list", (uint8_t *)block + sizeof(debug_header_t), NULL, text_cstr(&t));
+    if (next != 0)
+        report_changed_link(block, next, "");
 }
 
 /* A new block of `size` user bytes, zeroed or filled with the new-memory
@@ -1494,6 +1497,28 @@ static uint8_t *huge_aligned_block_of(const void *p)
 
 /* The header of the underlying block containing p (NULL if p is in no live
  * block of ours), and what p is. */
+/* The underlying block whose span p lies in (p in a segment of the segment
+ * map), or NULL where no block is (a free page, a small page's tail). */
+static uint8_t *block_containing(const void *p)
+{
+    segment_t *seg = ptr_segment(p);
+    if (seg->kind == SEGMENT_HUGE)
+        return (uint8_t *)seg + seg->block_offset;
+    page_t *page = segment_page_of(seg, p);
+    if (page->kind == PAGE_LARGE)
+        return page_start(page);
+    if (page->kind != PAGE_SMALL)
+        return NULL;
+    uint8_t *start = page_start(page);
+    size_t idx = ((uintptr_t)p - (uintptr_t)start) / page->block_size;
+    /* reserved, not capacity: the owner grows capacity as it carves,
+     * unsynchronised with this (maybe another) thread. A pointer into the
+     * part not carved yet finds no live header. */
+    if (idx >= page->reserved)
+        return NULL;
+    return start + idx * page->block_size;
+}
+
 static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
 {
     *kind = PTR_FOREIGN;
@@ -1524,27 +1549,8 @@ static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
             return h;
         }
     }
-    uint8_t *block;
-    if (seg->kind == SEGMENT_HUGE) {
-        block = (uint8_t *)seg + seg->block_offset;
-    } else {
-        page_t *page = segment_page_of(seg, p);
-        if (page->kind == PAGE_SMALL) {
-            uint8_t *start = page_start(page);
-            size_t idx = ((uintptr_t)p - (uintptr_t)start) / page->block_size;
-            /* reserved, not capacity: the owner grows capacity as it
-             * carves, unsynchronised with this (maybe another) thread. A
-             * pointer into the part not carved yet finds no live header. */
-            if (idx >= page->reserved)
-                return NULL;
-            block = start + idx * page->block_size;
-        } else if (page->kind == PAGE_LARGE) {
-            block = page_start(page);
-        } else {
-            return NULL;
-        }
-    }
-    if ((uint8_t *)p < block)
+    uint8_t *block = block_containing(p);
+    if (block == NULL || (uint8_t *)p < block)
         return NULL;
     return header_judge(p, (debug_header_t *)block, kind);
 }
@@ -1861,13 +1867,8 @@ static void report_cut_list_slow(void)
     void *block = cut_block;
     uintptr_t link = cut_link;
     atomic_store_explicit(&cut_state, 0, memory_order_release);
-    text_t t;
-    text_init(&t, -1);
-    text_add(&t, "this freed block's free-list link was changed to ");
-    text_add_hex(&t, link);
-    text_add(&t, ", not a block of its page: a write into freed memory (found when the "
-                 "blocks other threads released into its page were collected)");
-    report("corrupted free list", (uint8_t *)block + sizeof(debug_header_t), NULL, text_cstr(&t));
+    report_changed_link(block, link, " (found when the blocks other threads released into its "
+                                     "page were collected)");
 }
 
 static inline void report_cut_list(void)

@@ -145,12 +145,19 @@ static void page_extend(page_t *page)
  * followed, the list ends at the block holding it (the rest is lost), and
  * debug mode reports it. Release mode follows links unchecked, as it does
  * its own free lists. */
-static bool page_link_sound(page_t *page, block_t *block)
+static bool page_link_ok(page_t *page, const block_t *block)
 {
     uintptr_t link = (uintptr_t)block->next;
-    if (link == 0 || page_is_carved_block(link, (uintptr_t)page_start(page), page->block_size,
-                                          page->reserved))
+    return link == 0 ||
+           page_is_carved_block(link, (uintptr_t)page_start(page), page->block_size, page->reserved);
+}
+
+/* The same, cutting the list at a changed link, which debug mode reports. */
+static bool page_link_sound(page_t *page, block_t *block)
+{
+    if (page_link_ok(page, block))
         return true;
+    uintptr_t link = (uintptr_t)block->next;
     debug_note_cut_list(block, link);
     block->next = NULL;
     return false;
@@ -664,9 +671,7 @@ static uint32_t xthread_count(page_t *page, block_t *list)
         /* Debug mode: a changed link is not followed (page_link_sound);
          * n then falls short, and the page is left to its owner, whose
          * collection reports it. */
-        if (ebb_unlikely(debug_enabled) && list->next != NULL &&
-            !page_is_carved_block((uintptr_t)list->next, (uintptr_t)page_start(page),
-                                  page->block_size, page->reserved))
+        if (ebb_unlikely(debug_enabled) && !page_link_ok(page, list))
             return 0;
     }
     return n;

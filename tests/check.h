@@ -20,6 +20,7 @@
 #define EBB_TEST_CHECK_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -226,16 +227,19 @@ static inline size_t check_all_bytes(const void *p, size_t n, uint8_t v)
 /* The process's address space (VmSize) in bytes, or -1. */
 static inline long check_vm_size(void)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
+    /* open/read, not stdio, which would allocate (and could start ebb's
+     * scavenger in a case that counts threads or limits the address space). */
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY);
+    if (fd < 0)
         return -1;
-    char line[256];
-    long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmSize: %ld kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb < 0 ? -1 : kb * 1024;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *at = strstr(buf, "VmSize:");
+    return at ? strtol(at + 7, NULL, 10) * 1024 : -1;
 }
 
 #endif /* EBB_TEST_CHECK_H */

@@ -480,32 +480,14 @@ static void rlimit_as_allocate_until_null_then_free_and_allocate_again(void)
           "failures (exit %d, messages above)", WEXITSTATUS(status));
 }
 
-/* A new huge mapping asks for address space to grow into after it (large.c,
- * huge_room), but only as a wish: under an address-space limit that leaves
- * room for the block and not for the wish, the block is still mapped (review
- * finding: malloc returned NULL with ENOMEM). The blocker makes the request
- * miss its hint (os.c, map_hint) and take the over-mapping path. */
-static long vm_size_kib(void)
-{
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    const char *at = strstr(buf, "VmSize:");
-    return at ? strtol(at + 7, NULL, 10) : -1;
-}
-
 /* In a child: limit its address space (RLIMIT_AS) to what is mapped now
  * plus `extra_mib`; the VmSize it started from (KiB), or -1 with a message. */
 static long limit_address_space(long extra_mib)
 {
-    long vm = vm_size_kib();
-    if (vm < 0) {
+    long vm = check_vm_size();
+    if (vm > 0)
+        vm /= 1024; /* KiB */
+    if (vm <= 0) {
         fprintf(stderr, "    child: cannot read VmSize\n");
         return -1;
     }
@@ -529,6 +511,11 @@ static void expect_child_ok(int (*fn)(void), double timeout_s, const char *what,
           expected, status);
 }
 
+/* A new huge mapping asks for address space to grow into after it (large.c,
+ * huge_room), but only as a wish: under an address-space limit that leaves
+ * room for the block and not for the wish, the block is still mapped (review
+ * finding: malloc returned NULL with ENOMEM). The blocker makes the request
+ * miss its hint (os.c, map_hint) and take the over-mapping path. */
 static int room_child(void)
 {
     void *volatile first = malloc(100);

@@ -1566,21 +1566,6 @@ static void scavenger_leaves_the_last_thread_slots_to_the_program(void)
     expect_child_passes("child_scavenger_leaves_the_last_thread_slots_to_the_program", env, 30);
 }
 
-/* The process's address space now (VmSize; 0 if it cannot be read), read
- * without stdio, which would allocate (and could start the scavenger). */
-static UNUSED size_t vm_size_bytes(void)
-{
-    char buf[4096] = {0};
-    int fd = open("/proc/self/status", O_RDONLY);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    const char *vm = strstr(buf, "VmSize:");
-    return vm != NULL ? (size_t)strtol(vm + 7, NULL, 10) * 1024 : 0;
-}
-
 /* RLIMIT_AS at `bytes` (the hard limit stays). */
 static UNUSED void limit_address_space_to(size_t bytes)
 {
@@ -1598,9 +1583,9 @@ static void child_a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone(vo
     void *p = malloc(3 * MiB);
     REQUIRE(p != NULL, "malloc(3 MiB) failed");
     free(p);
-    size_t vm = vm_size_bytes();
+    long vm = check_vm_size();
     REQUIRE(vm > 0, "cannot read VmSize from /proc/self/status");
-    limit_address_space_to(vm);
+    limit_address_space_to((size_t)vm);
     errno = EDOM;
     p = malloc(3 * MiB);
     int e = errno;
@@ -2017,9 +2002,9 @@ static void child_a_mapping_put_back_keeps_its_age_in_the_cache(void)
     ebb_stats_get(&s);
     REQUIRE(s.huge_cached == AGE_CACHED, "expected the %d freed mappings in the huge cache, it "
             "holds %llu", AGE_CACHED, (unsigned long long)s.huge_cached);
-    size_t vm = vm_size_bytes();
+    long vm = check_vm_size();
     REQUIRE(vm > 0, "cannot read VmSize from /proc/self/status");
-    size_t limit = vm + 256 * MiB;
+    size_t limit = (size_t)vm + 256 * MiB;
     limit_address_space_to(limit);
     errno = 0;
     void *p = malloc(limit + MiB);
