@@ -766,6 +766,7 @@ typedef struct reuse_shard_s {
     lock_t lock; /* everything below */
     size_t bytes;
     debug_header_t *newest[CLASS_COUNT], *oldest[CLASS_COUNT];
+    uint32_t count[CLASS_COUNT]; /* blocks in each list: what a cut drops */
 } reuse_shard_t;
 
 /* Blocks of at least this many OS pages are cached (smaller ones have no inner
@@ -806,9 +807,72 @@ static void purge_and_release(debug_header_t *h)
     release_block(h);
 }
 
-/* Under the shard's lock: take h out of its class list. */
-static void reuse_unlink(reuse_shard_t *r, debug_header_t *h, unsigned cls)
+/* The links lie in the cached block's first user bytes, where a write after
+ * free lands once the quarantine has let the block go, and its header below
+ * them, where a write past the end of the block below lands. So a cached
+ * block's magic says so (DEBUG_MAGIC_REUSE), and a link is followed only to
+ * the start of a block of class cls that has that magic; a block's own links
+ * are read only if its header is intact. Anything else cuts the list: its
+ * blocks are dropped (never reused, no longer counted) and the cut is
+ * reported by the next debug-mode call (note_cut: the lock is held here, or
+ * a purge pass is running). Review finding: such a write crashed the next
+ * malloc of the size or the next purge pass. */
+static uint8_t *block_containing(const void *p);
+
+static bool reuse_cached(const debug_header_t *h, unsigned cls)
 {
+    if (((uintptr_t)h & (MIN_ALIGN - 1)) != 0 || !segment_map_contains(h))
+        return false;
+    segment_t *seg = ptr_segment(h);
+    if (seg->kind != SEGMENT_NORMAL)
+        return false;
+    page_t *page = segment_page_of(seg, h);
+    return page->kind == PAGE_SMALL && page->class_idx == cls &&
+           block_containing(h) == (const uint8_t *)h &&
+           atomic_load_explicit(&h->magic, memory_order_relaxed) ==
+               (DEBUG_MAGIC_REUSE ^ (uintptr_t)h);
+}
+
+typedef enum { CUT_REMOTE_LIST, CUT_REUSE_LINK, CUT_REUSE_HEADER } cut_kind_t;
+static void note_cut(cut_kind_t kind, void *block, uintptr_t link, size_t dropped_bytes);
+
+/* Under the shard's lock: h, the block of class list cls being taken out,
+ * is itself sound (its header intact) and its links lead to cached blocks,
+ * or else the list is cut. False if it was. */
+static bool reuse_links_sound(reuse_shard_t *r, debug_header_t *h, unsigned cls, uint64_t now_ms)
+{
+    cut_kind_t kind;
+    uintptr_t bad = 0;
+    reuse_link_t *l = reuse_link(h);
+    if (!reuse_cached(h, cls) || h->check != header_check(h)) {
+        kind = CUT_REUSE_HEADER;
+    } else if (l->newer != NULL && !reuse_cached(l->newer, cls)) {
+        kind = CUT_REUSE_LINK;
+        bad = (uintptr_t)l->newer;
+    } else if (l->older != NULL && !reuse_cached(l->older, cls)) {
+        kind = CUT_REUSE_LINK;
+        bad = (uintptr_t)l->older;
+    } else if (l->since_ms > now_ms) {
+        kind = CUT_REUSE_LINK; /* a stamp from the future: never purged */
+        bad = (uintptr_t)l->since_ms;
+    } else {
+        return true;
+    }
+    size_t dropped = (size_t)r->count[cls] * class_block_size[cls];
+    note_cut(kind, h, bad, dropped);
+    r->newest[cls] = r->oldest[cls] = NULL;
+    r->count[cls] = 0;
+    r->bytes -= dropped;
+    atomic_fetch_sub_explicit(&reuse_bytes, dropped, memory_order_relaxed);
+    return false;
+}
+
+/* Under the shard's lock: take h out of its class list, or cut the list at
+ * a broken link (then false). */
+static bool reuse_unlink(reuse_shard_t *r, debug_header_t *h, unsigned cls, uint64_t now_ms)
+{
+    if (!reuse_links_sound(r, h, cls, now_ms))
+        return false;
     reuse_link_t *l = reuse_link(h);
     if (l->newer)
         reuse_link(l->newer)->older = l->older;
@@ -818,27 +882,41 @@ static void reuse_unlink(reuse_shard_t *r, debug_header_t *h, unsigned cls)
         reuse_link(l->older)->newer = l->newer;
     else
         r->oldest[cls] = l->newer;
+    r->count[cls]--;
     r->bytes -= class_block_size[cls];
     atomic_fetch_sub_explicit(&reuse_bytes, class_block_size[cls], memory_order_relaxed);
+    atomic_store_explicit(&h->magic, 0, memory_order_relaxed);
+    return true;
 }
 
 /* Under the shard's lock: unlink and return its oldest block if it was cached
- * at or before `cutoff_ms`, else NULL. */
+ * at or before `cutoff_ms`, else NULL. Only the block taken has its links
+ * checked (reuse_unlink), and a list whose oldest block has a stamp from the
+ * future, which would never be the oldest, is cut: the search goes on. */
 static debug_header_t *reuse_take_oldest(reuse_shard_t *r, uint64_t cutoff_ms)
 {
-    debug_header_t *best = NULL;
-    unsigned best_cls = 0;
-    for (unsigned cls = reuse_class_min; cls < CLASS_COUNT; cls++) {
-        debug_header_t *h = r->oldest[cls];
-        if (h && reuse_link(h)->since_ms <= cutoff_ms &&
-            (best == NULL || reuse_link(h)->since_ms < reuse_link(best)->since_ms)) {
-            best = h;
-            best_cls = cls;
+    /* Read under the lock: every stamp in the shard was taken before it. */
+    uint64_t now = os_now_ms();
+    for (;;) {
+        debug_header_t *best = NULL;
+        unsigned best_cls = 0;
+        for (unsigned cls = reuse_class_min; cls < CLASS_COUNT; cls++) {
+            debug_header_t *h = r->oldest[cls];
+            if (h == NULL)
+                continue;
+            if (reuse_link(h)->since_ms > now) { /* never the oldest: cut it now */
+                reuse_links_sound(r, h, cls, now);
+                continue;
+            }
+            if (reuse_link(h)->since_ms <= cutoff_ms &&
+                (best == NULL || reuse_link(h)->since_ms < reuse_link(best)->since_ms)) {
+                best = h;
+                best_cls = cls;
+            }
         }
+        if (best == NULL || reuse_unlink(r, best, best_cls, now))
+            return best;
     }
-    if (best)
-        reuse_unlink(r, best, best_cls);
-    return best;
 }
 
 /* Purge and release the blocks of shard r cached at or before `cutoff_ms`,
@@ -878,6 +956,7 @@ static void reuse_or_release(debug_header_t *h, size_t bytes)
     reuse_link_t *l = reuse_link(h);
     l->since_ms = now;
     l->newer = NULL;
+    atomic_store_explicit(&h->magic, DEBUG_MAGIC_REUSE ^ (uintptr_t)h, memory_order_relaxed);
     lock_acquire(&r->lock);
     l->older = r->newest[cls];
     if (l->older)
@@ -885,6 +964,7 @@ static void reuse_or_release(debug_header_t *h, size_t bytes)
     else
         r->oldest[cls] = h;
     r->newest[cls] = h;
+    r->count[cls]++;
     r->bytes += class_block_size[cls];
     /* Counted under the lock, so that no eviction of h can subtract its bytes
      * first; recorded (seq_cst) before the scavenger is woken: its protocol
@@ -910,8 +990,8 @@ static debug_header_t *reuse_pop(unsigned cls)
     reuse_shard_t *r = &reuse_shards[own];
     lock_acquire(&r->lock);
     debug_header_t *h = r->newest[cls];
-    if (h)
-        reuse_unlink(r, h, cls);
+    if (h && !reuse_unlink(r, h, cls, os_now_ms()))
+        h = NULL;
     lock_release(&r->lock);
     return h;
 }
@@ -954,8 +1034,6 @@ static void *default_user_of(debug_header_t *h)
 {
     return (uint8_t *)h + sizeof *h;
 }
-
-static uint8_t *block_containing(const void *p);
 
 /* What a changed header found in the quarantine means. */
 static const char header_changed_in_quarantine[] =
@@ -1839,23 +1917,33 @@ EBB_API void ebb_debug_set_context(const char *name)
 }
 
 
-/* A free list the allocator cut (page.c, page_link_sound) is reported by
- * the next debug-mode call of any thread: the allocator's paths that find it
- * may hold its locks, and a report may abort. The first cut waits here:
+/* A list the allocator cut where no report can be written (page.c's
+ * page_link_sound, under the allocator's locks; the reuse cache, under its
+ * shard's lock or inside a purge pass) is reported by the next debug-mode
+ * call of any thread: a report may abort. The first cut waits here:
  * cut_state 0 (none), 1 (being written), 2 (ready). */
 static atomic_int cut_state;
+static cut_kind_t cut_kind;
 static void *cut_block;
 static uintptr_t cut_link;
+static size_t cut_dropped_bytes;
 
-void debug_note_cut_list(void *block, uintptr_t link)
+static void note_cut(cut_kind_t kind, void *block, uintptr_t link, size_t dropped_bytes)
 {
     int none = 0;
     if (!atomic_compare_exchange_strong_explicit(&cut_state, &none, 1, memory_order_relaxed,
                                                  memory_order_relaxed))
         return; /* one report is enough: the program is corrupting its heap */
+    cut_kind = kind;
     cut_block = block;
     cut_link = link;
+    cut_dropped_bytes = dropped_bytes;
     atomic_store_explicit(&cut_state, 2, memory_order_release);
+}
+
+void debug_note_cut_list(void *block, uintptr_t link)
+{
+    note_cut(CUT_REMOTE_LIST, block, link, 0);
 }
 
 static void report_cut_list_slow(void)
@@ -1864,11 +1952,36 @@ static void report_cut_list_slow(void)
     if (!atomic_compare_exchange_strong_explicit(&cut_state, &ready, 1, memory_order_acquire,
                                                  memory_order_relaxed))
         return;
-    void *block = cut_block;
+    cut_kind_t kind = cut_kind;
+    debug_header_t *h = cut_block;
     uintptr_t link = cut_link;
+    size_t dropped = cut_dropped_bytes;
     atomic_store_explicit(&cut_state, 0, memory_order_release);
-    report_changed_link(block, link, " (found when the blocks other threads released into its "
+    if (kind == CUT_REMOTE_LIST) {
+        report_changed_link(h, link, " (found when the blocks other threads released into its "
                                      "page were collected)");
+        return;
+    }
+    /* A dropped block is never reused: its header (intact for a changed
+     * link) still names its allocation and its free. */
+    text_t t;
+    text_init(&t, -1);
+    if (kind == CUT_REUSE_HEADER) {
+        text_add(&t, "a write before the block's start changed ebb's header while the block "
+                     "waited in the reuse cache (a write past the end of the block below it?)");
+    } else {
+        text_add(&t, "a link ebb keeps in this freed block's first 24 bytes, while it waits to be "
+                     "reused after the quarantine, was changed to ");
+        text_add_hex(&t, link);
+        text_add(&t, ": a write into freed memory after it left the quarantine");
+    }
+    text_add(&t, "; the blocks of its size waiting with it (");
+    text_add_long(&t, (long)dropped);
+    text_add(&t, " bytes) are dropped, never reused");
+    if (kind == CUT_REUSE_HEADER)
+        report("corrupted block header", default_user_of(h), NULL, text_cstr(&t));
+    else
+        report("corrupted free list", user_of(h), h, text_cstr(&t));
 }
 
 static inline void report_cut_list(void)

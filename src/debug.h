@@ -17,6 +17,9 @@
 /* A realloc in place is changing a live block's size and trace (debug.c,
  * realloc_in_place): whoever judges or reads the block waits. */
 #define DEBUG_MAGIC_RESIZING      0xEBBE5121A110CA7Eull
+/* Out of the quarantine, checked, waiting in the reuse cache (debug.c): its
+ * links there are followed only into blocks with this magic. */
+#define DEBUG_MAGIC_REUSE         0xEBB4E05EB10C4E05ull
 #define CANARY_BYTE       0xCB
 #define TAIL_MIN          16
 #define FILL_FULL_MAX     ((size_t)1 << 20)

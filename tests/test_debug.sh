@@ -94,6 +94,9 @@ expect usable_size_freed    "malloc_usable_size of a freed block"               
 expect free_list_write      "corrupted free list"                                  -
 expect remote_free_list_write "corrupted free list"                                 -
 expect quarantine_link_write "corrupted block header"                               -
+expect reuse_link_write     "corrupted free list"                                  allocate_victim EBB_DEBUG_QUARANTINE=256K
+expect reuse_link_write_idle "corrupted free list"                                 allocate_victim EBB_DEBUG_QUARANTINE=256K
+expect reuse_header_write   "corrupted block header"                               -               EBB_DEBUG_QUARANTINE=256K
 expect verify_overflow      "heap-buffer-overflow"                                 allocate_victim
 expect verify_use_after_free "heap-use-after-free"                                 allocate_victim
 expect use_after_free_late  "heap-use-after-free"                                 allocate_victim
