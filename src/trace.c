@@ -927,6 +927,34 @@ static trace_entry_t *entry_of(uint32_t id)
     return (trace_entry_t *)(chunks[chunk] + off);
 }
 
+static uint32_t code_hash(const uint8_t *code, size_t len)
+{
+    uint32_t hash = 2166136261u;
+    for (size_t i = 0; i < len; i++)
+        hash = (hash ^ code[i]) * 16777619u;
+    return hash;
+}
+
+/* Lock held. The entry of an id read from a block header, which a write into
+ * the heap may have changed: NULL unless it is the start of an entry within
+ * the registry (its code in bounds, its hash matching it), so that a report
+ * never reads outside the registry nor prints frames that were never a trace
+ * (review finding: a changed trace id was decoded from wherever it pointed). */
+static trace_entry_t *entry_checked(uint32_t id)
+{
+    size_t chunk = id >> 20, off = id & (TRACE_CHUNK - 1);
+    if (id == 0 || chunk >= chunk_count || off < 8 || off % 8 != 0)
+        return NULL;
+    size_t used = chunk + 1 == chunk_count ? chunk_used : TRACE_CHUNK;
+    if (off + sizeof(trace_entry_t) > used)
+        return NULL;
+    trace_entry_t *e = (trace_entry_t *)(chunks[chunk] + off);
+    if (e->len > used - off - sizeof *e || e->depth == 0 || e->depth > TRACE_DEPTH_MAX ||
+        code_hash(e->code, e->len) != e->hash)
+        return NULL;
+    return e;
+}
+
 /* Room for `size` bytes (8-aligned); 0 when out of memory. Lock held. */
 static uint32_t registry_reserve(size_t size)
 {
@@ -952,9 +980,7 @@ uint32_t trace_intern(const uintptr_t *pcs, int n)
         return 0;
     uint8_t code[TRACE_DEPTH_MAX * 10];
     size_t len = encode(pcs, n, code);
-    uint32_t hash = 2166136261u;
-    for (size_t i = 0; i < len; i++)
-        hash = (hash ^ code[i]) * 16777619u;
+    uint32_t hash = code_hash(code, len);
     trace_count(n);
     lock_acquire(&registry_lock);
     uint32_t *head = &buckets[hash % TRACE_BUCKETS];
@@ -1016,7 +1042,7 @@ static void trace_count(int depth)
 int trace_get(uint32_t id, uintptr_t *pcs, int max)
 {
     lock_acquire(&registry_lock);
-    trace_entry_t *e = entry_of(id);
+    trace_entry_t *e = entry_checked(id);
     int n = e ? decode(e->code, e->len, e->depth, pcs, max) : 0;
     lock_release(&registry_lock);
     return n;

@@ -71,6 +71,7 @@ expect() {
 expect double_free          "double free"                                          allocate_victim
 expect double_free_late     "double free"                                          allocate_victim
 expect double_free_big      "double free"                                          allocate_victim
+expect double_free_trace_write "double free"                                        allocate_victim
 expect double_free_big      "double free"                                          allocate_victim EBB_DEBUG_QUARANTINE=4096
 expect free_foreign         "free of a pointer ebb never returned (foreign)"       -
 expect free_stack           "free of a pointer ebb never returned (foreign)"       -
@@ -116,6 +117,12 @@ grep -q '^  block: 24 bytes requested at 0x[0-9a-f]*, context "phase-two"$' "$TM
     fail "the double free report should give the size and the context: $(grep block: "$TMP/df")"
 awk '/^  freed at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/df" | grep -q " in main+" ||
     fail "the double free report should carry the first free's trace"
+# A free trace id a write changed is shown as no trace, not decoded from
+# wherever it points.
+{ EBB_DEBUG=1 "$D/double_free_trace_write" >/dev/null 2>"$TMP/dft"; } 2>/dev/null
+awk '/^  freed at:/ { t = 1; next } !/^    / { t = 0 } t' "$TMP/dft" >"$TMP/dft.freed"
+[ "$(cat "$TMP/dft.freed")" = "    (no stack trace)" ] ||
+    { fail "a changed free trace id should read as (no stack trace)"; show "$TMP/dft"; }
 { EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "$D/double_free_calloc_aligned" >/dev/null 2>"$TMP/dfz"; } 2>/dev/null
 grep -q '^  block: 40 bytes requested at 0x[0-9a-f]*, zeroed (calloc)$' "$TMP/dfz" ||
     fail "a calloc'd block's report should say it was zeroed: $(grep block: "$TMP/dfz")"
