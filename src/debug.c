@@ -1212,13 +1212,15 @@ static void prefetch_block(const debug_header_t *h)
  * free of 17 MiB was reported as "foreign"). The last BIG_FREED_MAX of them
  * are remembered here, header and all: a pointer no live block has is
  * looked up here before it is called foreign. A record is only read for
- * such a pointer: if its address serves a new block, that block answers. */
+ * such a pointer: if its address serves a new block, that block answers.
+ * The pointer is kept inverted: ebb's data is a root of the leak report, and
+ * a plain copy made a lost block at that address reachable (review finding). */
 #define BIG_FREED_MAX 16
 static struct {
     lock_t lock;
     unsigned next;
     struct {
-        const void *user;
+        uintptr_t user_inverted; /* ~user pointer */
         debug_header_t header;
     } at[BIG_FREED_MAX];
 } big_freed ebb_cold_bss;
@@ -1227,7 +1229,7 @@ static void big_freed_note(debug_header_t *h)
 {
     lock_acquire(&big_freed.lock);
     unsigned i = big_freed.next++ % BIG_FREED_MAX;
-    big_freed.at[i].user = user_of(h);
+    big_freed.at[i].user_inverted = ~(uintptr_t)user_of(h);
     memcpy(&big_freed.at[i].header, h, sizeof *h);
     lock_release(&big_freed.lock);
 }
@@ -1240,7 +1242,7 @@ static bool big_freed_find(const void *p, debug_header_t *copy, uintptr_t *h_at)
         return false;
     lock_acquire(&big_freed.lock);
     for (unsigned k = 0; k < BIG_FREED_MAX && !found; k++) {
-        if (big_freed.at[k].user == p) {
+        if (big_freed.at[k].user_inverted == ~(uintptr_t)p) {
             memcpy(copy, &big_freed.at[k].header, sizeof *copy);
             *h_at = (uintptr_t)p - copy->offset;
             found = true;
