@@ -2247,6 +2247,9 @@ void debug_fork_lock(void)
             lock_acquire(&shards[k].lock);
         for (unsigned k = 0; k < QUARANTINE_SHARDS; k++)
             lock_acquire(&reuse_shards[k].lock);
+        /* Review finding: missing here, a child forked while another
+         * thread noted a big free hung at its first such free. */
+        lock_acquire(&big_freed.lock);
     }
     lock_acquire(&context_lock);
     /* A handler that forks in the middle of its thread's report: the lock
@@ -2272,6 +2275,7 @@ void debug_fork_unlock(void)
         lock_release(&report_lock);
     lock_release(&context_lock);
     if (debug_enabled) {
+        lock_release(&big_freed.lock);
         for (unsigned k = QUARANTINE_SHARDS; k-- > 0;)
             lock_release(&reuse_shards[k].lock);
         for (unsigned k = QUARANTINE_SHARDS; k-- > 0;)
