@@ -929,6 +929,18 @@ static segment_t *segment_reclaim(heap_t *heap, unsigned cls, size_t count, size
     }
     if (seg) {
         abandoned_unlink(seg);
+        /* Its large pages are the new owner's too, named before the owner
+         * is published: a remote free of one (segment_free_large_remote)
+         * that sees the segment owned tells the heap it reads there, so
+         * that an idle owner left with an entirely free segment releases
+         * it (review finding: left NULL since the abandonment, the free
+         * told no one, and a sleeping reclaimer kept 4 MiB for good). */
+        uint64_t free_now = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
+        for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
+            if (!((free_now >> i) & 1) && seg->slice_offset[i] == 0 &&
+                seg->pages[i].kind == PAGE_LARGE)
+                atomic_store_explicit(&seg->pages[i].heap, heap, memory_order_release);
+        }
         heap_segment_push(heap, seg); /* thread_id set under the lock */
     }
     lock_release(&abandoned_lock);

@@ -1201,6 +1201,80 @@ static void a_real_time_thread_waiting_for_a_lock_lets_its_holder_run(void)
           "status %d (the wait is above)", status);
 }
 
+/* A segment an exited thread left (abandoned) holds a large block L and a
+ * small one; another thread reclaims it for a small malloc, uses it, and
+ * goes to sleep. When main then frees L, the segment is entirely free, and
+ * its sleeping owner must let it go: the free has to tell the owner's heap.
+ * (Review finding: the reclaim named the new owner in the small pages only,
+ * so the large page's free told no one, and the segment stayed in use for
+ * as long as the reclaimer slept.) */
+static void *reclaim_large, *reclaim_small;
+static atomic_int reclaim_phase;
+
+static void *leave_a_large_block(void *unused)
+{
+    (void)unused;
+    reclaim_large = A(malloc)(300000);
+    memset(reclaim_large, 1, 4096);
+    reclaim_small = A(malloc)(100);
+    return NULL;
+}
+
+static void *reclaim_then_sleep(void *unused)
+{
+    (void)unused;
+    void *x = A(malloc)(100);       /* reclaims the abandoned segment: its page has room */
+    void *a = A(malloc)(2000000);   /* fits beside the large block */
+    void *b = A(malloc)(2000000);   /* does not: a second segment */
+    A(free)(a);
+    A(free)(x);
+    atomic_store(&reclaim_phase, 1);
+    while (atomic_load(&reclaim_phase) < 2)
+        usleep(10 * 1000);
+    A(free)(b);
+    return NULL;
+}
+
+static void a_reclaimed_segment_is_released_when_another_thread_frees_its_large_block(void)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    if (st.debug_mode) {
+        SKIP_CHECK("debug mode's quarantine holds the frees this sequence relies on");
+        return;
+    }
+    A(free)(A(malloc)(1));
+    A(malloc_trim)(0);
+    pthread_t owner, reclaimer;
+    REQUIRE(pthread_create(&owner, NULL, leave_a_large_block, NULL) == 0, "pthread_create failed");
+    pthread_join(owner, NULL);
+    atomic_store(&reclaim_phase, 0);
+    REQUIRE(pthread_create(&reclaimer, NULL, reclaim_then_sleep, NULL) == 0, "pthread_create failed");
+    while (atomic_load(&reclaim_phase) < 1)
+        usleep(1000);
+    A(free)(reclaim_small);
+    usleep(300 * 1000);
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    uint64_t in_use0 = st.segments - st.segments_cached, abandoned0 = st.segments_abandoned;
+    A(free)(reclaim_large); /* the reclaimed segment is entirely free now */
+    uint64_t in_use = in_use0;
+    for (int waited = 0; waited < 3000 && in_use >= in_use0; waited += 20) {
+        usleep(20 * 1000);
+        REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+        in_use = st.segments - st.segments_cached;
+    }
+    printf("    info: segments in use (not cached) %llu before the free, %llu after; %llu "
+           "abandoned before\n", (unsigned long long)in_use0, (unsigned long long)in_use,
+           (unsigned long long)abandoned0);
+    CHECK(abandoned0 == 0, "the sleeping thread should have reclaimed the abandoned segment; "
+          "%llu are still abandoned", (unsigned long long)abandoned0);
+    CHECK(in_use < in_use0, "the entirely free segment of a sleeping owner should be released "
+          "within 3 s of the free of its last (large) block: %llu segments in use before, %llu "
+          "after", (unsigned long long)in_use0, (unsigned long long)in_use);
+    atomic_store(&reclaim_phase, 2);
+    pthread_join(reclaimer, NULL);
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1216,6 +1290,7 @@ int main(void)
     RUN_CASE(bursts_with_idle_gaps_while_the_scavenger_visits);
     RUN_CASE(key_destructors_that_allocate_leave_no_heap_behind);
     RUN_CASE(a_real_time_thread_waiting_for_a_lock_lets_its_holder_run);
+    RUN_CASE(a_reclaimed_segment_is_released_when_another_thread_frees_its_large_block);
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
     if (ebb_stats_get(&st) == 0 && st.debug_mode)
         RUN_CASE(verify_beside_the_stress); /* ebb_debug_verify does nothing in release mode */
