@@ -41,6 +41,7 @@ static struct {
     bool on_error_continue;
     bool realloc_moves; /* EBB_DEBUG_REALLOC=move */
     uint64_t stderr_identity; /* fd 2 at start (os_fd_identity) */
+    int stderr_copy;          /* a copy of that fd 2 made at start, or -1 */
     const char *log_pattern;  /* EBB_DEBUG_LOG, made absolute at start; NULL: stderr */
     uint8_t fill_alloc, fill_free;
     int depth;
@@ -90,6 +91,10 @@ void debug_init(void)
     cfg.quarantine_max = (size_t)option_get(OPT_DEBUG_QUARANTINE);
     cfg.quarantine_idle_ms = option_get(OPT_DEBUG_QUARANTINE_IDLE);
     cfg.stderr_identity = os_fd_identity(2);
+    /* Above the descriptors programs number themselves (bash takes 255
+     * and down; a clash is caught by the identity check in
+     * report_stderr). */
+    cfg.stderr_copy = cfg.stderr_identity ? os_fd_copy_high(2, 300) : -1;
     log_pattern_init();
     patterns_init();
     reuse_init();
@@ -202,36 +207,52 @@ static void log_pattern_init(void)
     cfg.log_pattern = absolute;
 }
 
+/* The process's stderr as it was at start, or -1: ebb's copy of it while
+ * the copy is still that file, else fd 2 while it is. A program may close
+ * its fd 2 and open one of its own files there (a daemon may close every
+ * descriptor), and a report written into that file would corrupt it (review
+ * finding: a leak report was appended to a program's data file). A program
+ * that points fd 2 elsewhere itself (dup2, freopen) still gets its reports
+ * on the stderr it started with, as valgrind does. */
+static int report_stderr(void)
+{
+    if (cfg.stderr_copy >= 0 && os_fd_identity(cfg.stderr_copy) == cfg.stderr_identity)
+        return cfg.stderr_copy;
+    if (cfg.stderr_identity != 0 && os_fd_identity(2) == cfg.stderr_identity)
+        return 2;
+    return -1;
+}
+
 /* Where a report goes: EBB_DEBUG_LOG's file, opened for this one report and
- * closed after it, else stderr (2). A program may close its stderr (xz does,
- * before it exits: its leak report was lost), and a daemon may close every
- * descriptor and open others in their place: a descriptor kept open between
- * reports could by then be one of the program's files, and a report written
- * there would corrupt it. Opening costs a few system calls per report. When
- * the file cannot be opened, the report goes to stderr only if fd 2 is still
- * the file it was at start; else nowhere (-1), rather than into what may now
- * be one of the program's files (review finding). */
+ * closed after it, else stderr (report_stderr). A program may close its
+ * stderr (xz does, before it exits: its leak report was lost), and a daemon
+ * may close every descriptor and open others in their place: a log
+ * descriptor kept open between reports could by then be one of the
+ * program's files. Opening costs a few system calls per report. When the
+ * file cannot be opened, the report goes to stderr, if that is still there;
+ * else nowhere (-1). */
 int debug_log_open(bool *opened)
 {
     *opened = false;
     const char *pattern = cfg.log_pattern;
     if (pattern == NULL)
-        return 2;
+        return report_stderr();
     static char path[4096] ebb_cold_bss; /* under the report lock, as every report */
     int fd = text_expand_path(pattern, path, sizeof path) ? os_open_append(path) : -1;
     if (fd >= 0) {
         *opened = true; /* any number, even 2 if the program closed its stderr */
         return fd;
     }
-    if (cfg.stderr_identity == 0 || os_fd_identity(2) != cfg.stderr_identity)
+    int err = report_stderr();
+    if (err < 0)
         return -1;
     text_t t;
-    text_init(&t, 2);
+    text_init(&t, err);
     text_add(&t, "ebb: EBB_DEBUG_LOG=");
     text_add(&t, pattern);
     text_add(&t, ": cannot open for appending; writing to stderr\n");
     text_flush(&t);
-    return 2;
+    return err;
 }
 
 void debug_log_close(int fd, bool opened)

@@ -242,6 +242,14 @@ uint64_t os_fd_identity(int fd)
     return id;
 }
 
+int os_fd_copy_high(int fd, int lowest)
+{
+    int saved = errno;
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, lowest);
+    errno = saved;
+    return copy;
+}
+
 int os_open_append(const char *path)
 {
     int saved = errno;

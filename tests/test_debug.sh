@@ -216,7 +216,7 @@ fi
     fail "the program's own file (its fd 2) must hold only what it wrote: $(head -c 200 "$TMP/own-file")"
 grep -q "==ebb==" "$TMP/rl.err" && fail "nothing should go to stderr when EBB_DEBUG_LOG is set"
 # The log cannot be opened and fd 2 is now the program's file: the report
-# goes nowhere rather than into that file.
+# goes to the stderr the program started with, not into that file.
 timeout 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LOG="$TMP/nodir/log" \
     "$D/report_after_closing_stderr" "$TMP/own-file2" >/dev/null 2>&1
 [ "$(cat "$TMP/own-file2")" = "program data" ] ||
@@ -225,6 +225,24 @@ env EBB_DEBUG=1 EBB_DEBUG_LEAKS=lost EBB_DEBUG_LOG="$TMP/nodir/x.log" "$D/leaks"
 grep -q "EBB_DEBUG_LOG=$TMP/nodir/x.log: cannot open for appending; writing to stderr" "$TMP/nodir.err" ||
     fail "an unwritable EBB_DEBUG_LOG should be said, and the report go to stderr: $(head -n 2 "$TMP/nodir.err")"
 grep -q "^==ebb== LEAK REPORT" "$TMP/nodir.err" || fail "with the log unwritable, the leak report goes to stderr"
+end_case
+
+# No EBB_DEBUG_LOG: a program that closed its stderr and opened a file of
+# its own as fd 2 gets its reports on the stderr it started with (ebb's copy
+# of it), and nothing in its file (review finding: the leak report was
+# appended to the file).
+begin_case reports_reach_the_first_stderr
+timeout 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue \
+    "$D/report_after_closing_stderr" "$TMP/own-file3" >"$TMP/rs.out" 2>"$TMP/rs.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0 with continue, got $rc"; show "$TMP/rs.err"; }
+[ "$(cat "$TMP/own-file3")" = "program data" ] ||
+    fail "the program's own file (its fd 2) must hold only what it wrote: $(head -c 300 "$TMP/own-file3")"
+ptr=$(sed -n 's/^victim=//p' "$TMP/rs.out")
+grep -q "^==ebb== ERROR: double free of $ptr " "$TMP/rs.err" ||
+    { fail "the double free should be reported on the first stderr"; show "$TMP/rs.err"; }
+grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 77 bytes lost in 1 block$' "$TMP/rs.err" ||
+    { fail "the leak report should be on the first stderr"; show "$TMP/rs.err"; }
 end_case
 
 # A SIGABRT handler that goes on after a report of ebb_debug_verify (frees a
