@@ -1273,6 +1273,18 @@ static bool big_freed_find(const void *p, debug_header_t *copy, uintptr_t *h_at)
     return found;
 }
 
+/* While the leak report runs (debug_quarantine_hold), the quarantine keeps
+ * every block it gets, over its bound too: a block freed meanwhile then keeps
+ * its address, and the report can tell it from a new block at that address
+ * (leak.c, span_still_listed). The report takes milliseconds, a few seconds
+ * with many threads running beside it. */
+static atomic_bool quarantine_held;
+
+void debug_quarantine_hold(bool hold)
+{
+    atomic_store(&quarantine_held, hold);
+}
+
 /* bytes: block_bytes(h). */
 static void quarantine_push(debug_header_t *h, size_t bytes)
 {
@@ -1295,7 +1307,7 @@ static void quarantine_push(debug_header_t *h, size_t bytes)
     /* seq_cst, then the wake: the scavenger's protocol (purge.c), so that a
      * quarantine that was empty is drained once its threads stop freeing. */
     size_t total = atomic_fetch_add(&q_bytes, bytes) + bytes;
-    if (total <= cfg.quarantine_max) {
+    if (total <= cfg.quarantine_max || atomic_load_explicit(&quarantine_held, memory_order_relaxed)) {
         lock_release(&q->lock);
         if (total == bytes && cfg.quarantine_idle_ms >= 0)
             purge_wake();
@@ -1326,6 +1338,8 @@ static void quarantine_push(debug_header_t *h, size_t bytes)
  * (checked as usual), so that what it held can go back to the OS. */
 void debug_quarantine_flush(void)
 {
+    if (atomic_load(&quarantine_held))
+        return; /* a leak report is running: see quarantine_held */
     for (unsigned k = 0; k < QUARANTINE_SHARDS; k++) {
         debug_header_t *out = NULL, **out_tail = &out;
         size_t got = shard_evict(&shards[k], SIZE_MAX, &out_tail);

@@ -1113,6 +1113,8 @@ void debug_quarantine_flush(void);
 /* page.c: a free list was cut at `link`, the first word of `block`, which was
  * not a block of its page; reported at the next debug-mode call. */
 void debug_note_cut_list(void *block, uintptr_t link);
+/* The leak report: the quarantine keeps every block freed while it runs. */
+void debug_quarantine_hold(bool hold);
 uint16_t debug_context_current(void);
 const char *debug_context_name(uint16_t id);
 /* override.c: tell trace.c which functions are allocator entry points (a weak
