@@ -211,15 +211,20 @@ static void log_pattern_init(void)
  * the copy is still that file, else fd 2 while it is. A program may close
  * its fd 2 and open one of its own files there (a daemon may close every
  * descriptor), and a report written into that file would corrupt it (review
- * finding: a leak report was appended to a program's data file). A program
- * that points fd 2 elsewhere itself (dup2, freopen) still gets its reports
- * on the stderr it started with, as valgrind does. */
+ * finding: a leak report was appended to a program's data file). So when fd
+ * 2 has become another regular file, reports go to the stderr the process
+ * started with (also for a program that sent its stderr to a log file with
+ * freopen: EBB_DEBUG_LOG is for that). */
 static int report_stderr(void)
 {
+    uint64_t now = os_fd_identity(2);
+    /* fd 2 as it was, or pointed by the program at a pipe, a terminal or
+     * a device (a test capturing its child's reports with dup2): only a
+     * regular file that took fd 2's place may be the program's data. */
+    if (now != 0 && (now == cfg.stderr_identity || !os_fd_is_regular_file(2)))
+        return 2;
     if (cfg.stderr_copy >= 0 && os_fd_identity(cfg.stderr_copy) == cfg.stderr_identity)
         return cfg.stderr_copy;
-    if (cfg.stderr_identity != 0 && os_fd_identity(2) == cfg.stderr_identity)
-        return 2;
     return -1;
 }
 

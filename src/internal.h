@@ -700,6 +700,7 @@ int os_open_append(const char *path);
 /* Which open file fd is (its device and inode folded into one nonzero
  * number), or 0 if fd is not open. */
 uint64_t os_fd_identity(int fd);
+bool os_fd_is_regular_file(int fd);
 /* A close-on-exec copy of fd numbered `lowest` or above; -1 if none. */
 int os_fd_copy_high(int fd, int lowest);
 /* The current directory; false if it does not fit in cap bytes. */

@@ -244,6 +244,15 @@ uint64_t os_fd_identity(int fd)
     return id;
 }
 
+bool os_fd_is_regular_file(int fd)
+{
+    int saved = errno;
+    struct stat st;
+    bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    errno = saved;
+    return regular;
+}
+
 int os_fd_copy_high(int fd, int lowest)
 {
     int saved = errno;

@@ -1279,6 +1279,9 @@ int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     rss_at_start = check_anon_rss();
+    /* First: which segment the sleeping thread reclaims depends on what
+     * the other cases left abandoned. */
+    RUN_CASE(a_reclaimed_segment_is_released_when_another_thread_frees_its_large_block);
     RUN_CASE(stress_2_threads_random_sizes_cross_thread_frees);
     RUN_CASE(stress_8_threads_random_sizes_cross_thread_frees);
     RUN_CASE(malloc_trim_after_threads_exit_returns_their_memory);
@@ -1290,7 +1293,6 @@ int main(void)
     RUN_CASE(bursts_with_idle_gaps_while_the_scavenger_visits);
     RUN_CASE(key_destructors_that_allocate_leave_no_heap_behind);
     RUN_CASE(a_real_time_thread_waiting_for_a_lock_lets_its_holder_run);
-    RUN_CASE(a_reclaimed_segment_is_released_when_another_thread_frees_its_large_block);
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
     if (ebb_stats_get(&st) == 0 && st.debug_mode)
         RUN_CASE(verify_beside_the_stress); /* ebb_debug_verify does nothing in release mode */
