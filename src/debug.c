@@ -207,8 +207,9 @@ static void log_pattern_init(void)
     cfg.log_pattern = absolute;
 }
 
-/* The process's stderr as it was at start, or -1: ebb's copy of it while
- * the copy is still that file, else fd 2 while it is. A program may close
+/* Where a report to stderr goes, or -1: fd 2 while it is the file it was
+ * at start or a pipe, terminal or device, else ebb's copy of the first
+ * stderr while that copy is still that file. A program may close
  * its fd 2 and open one of its own files there (a daemon may close every
  * descriptor), and a report written into that file would corrupt it (review
  * finding: a leak report was appended to a program's data file). So when fd

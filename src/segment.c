@@ -649,6 +649,12 @@ static inline bool small_page_at(const segment_t *seg, uint64_t free_mask, size_
     return !((free_mask >> i) & 1) && seg->slice_offset[i] == 0 && seg->pages[i].kind == PAGE_SMALL;
 }
 
+/* The same, for a large page (a run of slices holding one block). */
+static inline bool large_page_at(const segment_t *seg, uint64_t free_mask, size_t i)
+{
+    return !((free_mask >> i) & 1) && seg->slice_offset[i] == 0 && seg->pages[i].kind == PAGE_LARGE;
+}
+
 /* The classes with a small page that has room in `seg`, which nobody owns
  * (its pages' fields are stable: other threads only push remote frees). */
 static uint64_t segment_room_mask(const segment_t *seg)
@@ -937,8 +943,7 @@ static segment_t *segment_reclaim(heap_t *heap, unsigned cls, size_t count, size
          * told no one, and a sleeping reclaimer kept 4 MiB for good). */
         uint64_t free_now = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
         for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
-            if (!((free_now >> i) & 1) && seg->slice_offset[i] == 0 &&
-                seg->pages[i].kind == PAGE_LARGE)
+            if (large_page_at(seg, free_now, i))
                 atomic_store_explicit(&seg->pages[i].heap, heap, memory_order_release);
         }
         heap_segment_push(heap, seg); /* thread_id set under the lock */
