@@ -83,14 +83,38 @@ static bool is_entry_point(uintptr_t fn_start)
     return false;
 }
 
+/* The most frames a capture-cache entry replays: a walk keeps up to
+ * TRACE_DEPTH_MAX frames, and its last step may read the 0 that ends the
+ * stack (kept as one frame more). */
+#define WALK_FRAMES (TRACE_DEPTH_MAX + 1)
+
+/* How the fast unwinder (below) steps from a frame to its caller. */
+enum { RULE_FRAME = 1, RULE_LAST, RULE_UNKNOWN };
+
+typedef struct rule_s {
+    int32_t cfa_off;
+    int32_t rbp_off; /* the caller's rbp is saved at CFA + rbp_off; 0: kept in rbp */
+    uint8_t cfa_rbp; /* CFA = rbp + cfa_off, else rsp + cfa_off */
+    uint8_t kind;    /* RULE_LAST: the walk ends after this frame (no FDE, or
+                        the return address is undefined, as in _start) */
+    uint8_t entry;   /* the function is an allocator entry point
+                        (is_entry_point, worked out once with the rule) */
+} rule_t;
+
 typedef struct capture_s {
     uintptr_t *pcs;
-    uintptr_t *slots; /* where each return address was found on the stack */
     int n, max;
     uintptr_t mark;   /* frames whose CFA is below this are ebb's */
     bool restart;     /* the previous frame was an entry point */
-    bool cacheable;   /* every kept frame's slot holds its return address */
+    bool cacheable;   /* the fast walk took every step, and no entry point
+                         restarted the trace: the walk record replays it */
     int walked;       /* frames walked above the mark, entry points too */
+    /* The walk record (fast walk only): every pc the walk read, in order,
+     * ending with the 0 that ended the stack if it read one, and the rule
+     * each step took from pc i to pc i + 1. */
+    int walk_n;
+    uintptr_t walk_pcs[WALK_FRAMES];
+    rule_t walk_rules[WALK_FRAMES];
 } capture_t;
 
 /* Allocator entry points lie within the first ENTRY_WINDOW frames above the
@@ -126,43 +150,12 @@ static _Unwind_Reason_Code capture_step(struct _Unwind_Context *ctx, void *arg)
         c->restart = true;
         return _URC_NO_REASON;
     }
-    if (c->n < c->max) {
-        /* The return address into this frame was pushed just below the
-         * callee's CFA (x86-64); a frame where it is not (a signal frame)
-         * makes the trace uncacheable. */
-        uintptr_t slot = (uintptr_t)_Unwind_GetCFA(ctx) - sizeof(uintptr_t);
-        if (*(const uintptr_t *)slot != ip)
-            c->cacheable = false;
-        c->slots[c->n] = slot;
+    if (c->n < c->max)
         c->pcs[c->n++] = ip;
-    }
     return c->n >= c->max && c->walked >= ENTRY_WINDOW ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
-/* ---------------------------------------------------------------------------
- * The capture cache. Unwinding costs microseconds; most allocations come from
- * a call site, and a call path, seen before. An entry remembers a trace by
- * where its frames' return addresses lay on the stack and what they were: the
- * first frame's slot (just below the mark) and value are the key, and a hit
- * re-reads every other slot and compares. Identical return addresses at the
- * identical stack addresses are the identical call chain, so a hit
- * returns the trace the unwinder would have found, without unwinding. An
- * entry serves only the thread that filled it (the same thread pointer means
- * the same stack: glibc keeps a thread's descriptor at the top of its stack),
- * so every slot read lies in the calling thread's own stack.
- * x86-64 only (elsewhere the return address is not kept at CFA - 8).
- *
- * Entries are written under cache_lock with a sequence count (odd while
- * written) and read without it: a reader that sees the count change, or odd,
- * treats the lookup as a miss.
- * ------------------------------------------------------------------------- */
-#define CACHE_ENTRIES 2048
-
-/* A trace of `depth` frames recorded again (a cache hit): count it as
- * trace_intern would. */
-static void trace_count(int depth);
-
-/* Writers of the seqlocked tables (this cache, the rule table below), under
+/* Writers of the seqlocked tables (the rule table and the capture cache below), under
  * the table's lock: make the entry's count odd before changing it and even
  * again after, so that a reader that raced the change sees an odd or changed
  * count and treats its lookup as a miss. */
@@ -179,20 +172,6 @@ static void seq_write_end(atomic_uint *seq, unsigned begun)
     atomic_store_explicit(seq, begun + 2, memory_order_release);
 }
 
-typedef struct cache_entry_s {
-    atomic_uint seq;
-    uint32_t id;
-    uintptr_t thread; /* whose stack the slots are in (thread_id_self) */
-    uint8_t depth, max;
-    uintptr_t ra[TRACE_DEPTH_MAX];
-    uintptr_t slot[TRACE_DEPTH_MAX];
-} cache_entry_t;
-
-static cache_entry_t *cache;
-static lock_t cache_lock = LOCK_INIT;
-
-static void rules_init(void);
-
 /* In a statically linked process, true only from ebb's constructor (the
  * first of the program's) to ebb's destructor. Relaxed: a capture that sees
  * it late records one trace more or less, and the stores come at points
@@ -208,65 +187,6 @@ void trace_process_exiting(void)
 {
     if (os_info.static_exe)
         atomic_store_explicit(&unwinder_ok, false, memory_order_relaxed);
-}
-
-void trace_cache_init(void)
-{
-    if (os_info.static_exe)
-        atomic_store_explicit(&unwinder_ok, false, memory_order_relaxed);
-#if defined(__x86_64__)
-    size_t bytes = (CACHE_ENTRIES * sizeof(cache_entry_t) + os_info.page_size - 1) &
-                   ~(os_info.page_size - 1);
-    cache = os_map_aligned(bytes, os_info.page_size, 0); /* NULL: no cache */
-    rules_init();
-#endif
-}
-
-static size_t cache_index(uintptr_t slot, uintptr_t ra)
-{
-    uint64_t h = (slot ^ (ra * 0x9E3779B97F4A7C15ull)) * 0xC2B2AE3D27D4EB4Full;
-    return (size_t)(h >> 40) % CACHE_ENTRIES;
-}
-
-/* A hit's trace id (*depth: its frames), or 0. */
-ebb_racy_reader static uint32_t cache_lookup(uintptr_t key_slot, int max, int *out_depth)
-{
-    uintptr_t key_ra = *(const uintptr_t *)key_slot;
-    cache_entry_t *e = &cache[cache_index(key_slot, key_ra)];
-    unsigned seq = atomic_load_explicit(&e->seq, memory_order_acquire);
-    if (seq & 1)
-        return 0;
-    const volatile cache_entry_t *v = e;
-    int depth = v->depth;
-    if (v->max != max || depth == 0 || depth > max || v->slot[0] != key_slot ||
-        v->ra[0] != key_ra || v->thread != thread_id_self())
-        return 0;
-    /* Pointers, not indexes: this loop is most of a hit's cost. */
-    const volatile uintptr_t *slot = v->slot + 1, *ra = v->ra + 1, *end = v->slot + depth;
-    for (; slot < end; slot++, ra++)
-        if (*(const uintptr_t *)*slot != *ra)
-            return 0;
-    uint32_t id = v->id;
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
-        return 0;
-    *out_depth = depth;
-    return id;
-}
-
-static void cache_store(const uintptr_t *pcs, const uintptr_t *slots, int n, int max, uint32_t id)
-{
-    cache_entry_t *e = &cache[cache_index(slots[0], pcs[0])];
-    lock_acquire(&cache_lock);
-    unsigned seq = seq_write_begin(&e->seq);
-    e->depth = (uint8_t)n;
-    e->max = (uint8_t)max;
-    e->id = id;
-    e->thread = thread_id_self();
-    memcpy(e->ra, pcs, (size_t)n * sizeof pcs[0]);
-    memcpy(e->slot, slots, (size_t)n * sizeof slots[0]);
-    seq_write_end(&e->seq, seq);
-    lock_release(&cache_lock);
 }
 
 /* ---------------------------------------------------------------------------
@@ -295,17 +215,6 @@ struct dwarf_eh_bases {
 /* libgcc (unwind-dw2-fde.h): the FDE covering pc, NULL if none. */
 extern const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
 
-enum { RULE_FRAME = 1, RULE_LAST, RULE_UNKNOWN };
-
-typedef struct rule_s {
-    int32_t cfa_off;
-    int32_t rbp_off; /* the caller's rbp is saved at CFA + rbp_off; 0: kept in rbp */
-    uint8_t cfa_rbp; /* CFA = rbp + cfa_off, else rsp + cfa_off */
-    uint8_t kind;    /* RULE_LAST: the walk ends after this frame (no FDE, or
-                        the return address is undefined, as in _start) */
-    uint8_t entry;   /* the function is an allocator entry point
-                        (is_entry_point, worked out once with the rule) */
-} rule_t;
 
 #define RULE_ENTRIES 16384
 
@@ -638,21 +547,58 @@ ebb_racy_reader static rule_t rule_for(uintptr_t pc)
 /* Frames larger than this end the walk as implausible. */
 #define FRAME_MAX ((uintptr_t)64 << 20)
 
-/* Walk from the frame that called ebb's outermost debug function (whose
- * CFA is the mark, with the return address below it and the caller's rbp
- * below that: debug.c keeps frame pointers), filling `c` as capture_step
- * would. False if the walk gave up (the caller then asks libgcc). */
+/* Where a walk is: the frame whose return address (pc) lay just below sp
+ * (the CFA of the frame it called), and the rbp that frame left it. */
+typedef struct walk_s {
+    uintptr_t sp, rbp, pc;
+} walk_t;
+
+/* The frame that called ebb's outermost debug function, whose CFA is the
+ * mark, with the return address below it and the caller's rbp below that
+ * (debug.c keeps frame pointers). */
+static inline walk_t walk_start(uintptr_t mark)
+{
+    walk_t w = {.sp = mark,
+                .rbp = *(const uintptr_t *)(mark - 2 * sizeof(uintptr_t)),
+                .pc = *(const uintptr_t *)(mark - sizeof(uintptr_t))};
+    return w;
+}
+
+/* Step from w's frame to its caller by the frame's rule: false if the CFA
+ * the rule gives is implausible (then nothing is read). */
+static inline __attribute__((always_inline)) bool walk_step(walk_t *w, rule_t r)
+{
+    uintptr_t cfa = (r.cfa_rbp ? w->rbp : w->sp) + (uintptr_t)r.cfa_off;
+    if (cfa <= w->sp || cfa - w->sp > FRAME_MAX || (cfa & (sizeof(uintptr_t) - 1)) != 0)
+        return false;
+    if (r.rbp_off != 0)
+        w->rbp = *(const uintptr_t *)(cfa + (intptr_t)r.rbp_off);
+    w->pc = *(const uintptr_t *)(cfa - sizeof(uintptr_t));
+    w->sp = cfa;
+    return true;
+}
+
+/* Walk from the mark, filling `c` as capture_step would, and its walk
+ * record (for the capture cache) as far as it holds. False if the walk gave
+ * up (the caller then asks libgcc). */
 static bool fast_walk(capture_t *c)
 {
-    uintptr_t sp = c->mark, slot = c->mark - sizeof(uintptr_t);
-    uintptr_t pc = *(const uintptr_t *)slot;
-    uintptr_t rbp = *(const uintptr_t *)(c->mark - 2 * sizeof(uintptr_t));
+    walk_t w = walk_start(c->mark);
     for (;;) {
-        if (pc == 0)
+        bool recorded = c->walk_n < WALK_FRAMES;
+        if (recorded)
+            c->walk_pcs[c->walk_n] = w.pc;
+        else
+            c->cacheable = false;
+        if (w.pc == 0) {
+            c->walk_n += recorded;
             return true;
-        rule_t r = rule_for(pc);
+        }
+        rule_t r = rule_for(w.pc);
         if (r.kind == RULE_UNKNOWN)
             return false;
+        if (recorded)
+            c->walk_rules[c->walk_n++] = r;
         c->walked++;
         if (c->restart) {
             c->n = 0;
@@ -662,26 +608,135 @@ static bool fast_walk(capture_t *c)
         if (r.entry) {
             c->restart = true;
         } else {
-            if (c->n < c->max) {
-                c->slots[c->n] = slot;
-                c->pcs[c->n++] = pc;
-            }
+            if (c->n < c->max)
+                c->pcs[c->n++] = w.pc;
             if (c->n >= c->max && c->walked >= ENTRY_WINDOW)
                 return true;
         }
-        if (r.kind == RULE_LAST)
-            return true;
-        uintptr_t cfa = (r.cfa_rbp ? rbp : sp) + (uintptr_t)r.cfa_off;
-        if (cfa <= sp || cfa - sp > FRAME_MAX || (cfa & (sizeof(uintptr_t) - 1)) != 0)
-            return false;
-        if (r.rbp_off != 0)
-            rbp = *(const uintptr_t *)(cfa + (intptr_t)r.rbp_off);
-        slot = cfa - sizeof(uintptr_t);
-        pc = *(const uintptr_t *)slot;
-        sp = cfa;
+        if (r.kind == RULE_LAST || !walk_step(&w, r))
+            return r.kind == RULE_LAST;
     }
 }
 
+/* ---------------------------------------------------------------------------
+ * The capture cache. Unwinding costs microseconds; most allocations come from
+ * a call site, and a call path, seen before. An entry keeps a fast walk's
+ * record (capture_t): every pc it read and the rule each step took. A hit
+ * replays that walk on the stack as it is now: from the mark it reads the
+ * first pc, and while each pc read equals the recorded one, takes the
+ * recorded rule to the caller's frame and reads the next. So a hit reads
+ * exactly the slots the fast walk would read (the rule of a pc is the rule
+ * the walk would find for it) and reaches the same pcs, and the same trace,
+ * whatever lay on the stack before: an entry filled by a chain whose frames
+ * had other sizes (alloca, a VLA, a coroutine stack replaced at the same
+ * address) fails at the first frame that differs, never reading a slot of
+ * the old chain's layout. The key is the mark and the first pc, and an entry
+ * serves only the thread that filled it, which keeps hits to chains this
+ * thread has walked.
+ *
+ * A capture that libgcc's unwinder walked (signal frames, unusual CFA rules,
+ * a forked child, see below) has no rules to replay and is not kept. A hit
+ * does not check for unloaded code (a miss does, below, and empties the
+ * cache): a library unloaded and another loaded in its place with a call at
+ * the very same return address, reached at the very same stack address,
+ * would be replayed by the first library's rules until the next miss.
+ * x86-64 only (elsewhere the return address is not kept at CFA - 8).
+ *
+ * Entries are written under cache_lock with a sequence count (odd while
+ * written) and read without it: a reader treats a count that changed, or
+ * was odd, as a miss, and checks it after reading each step's rule and
+ * before the rule computes an address, so that no address comes from a
+ * half-written entry.
+ * ------------------------------------------------------------------------- */
+#define CACHE_ENTRIES 2048
+
+/* A trace of `depth` frames recorded again (a cache hit): count it as
+ * trace_intern would. */
+static void trace_count(int depth);
+
+typedef struct cache_entry_s {
+    atomic_uint seq;
+    uint32_t id;
+    uintptr_t thread; /* whose stack the walk read (thread_id_self) */
+    uintptr_t mark;   /* where the walk started */
+    uint8_t depth;    /* frames in the trace (id) */
+    uint8_t max;      /* the depth asked for when it was walked */
+    uint8_t frames;   /* pcs in the walk record, depth <= frames <= WALK_FRAMES */
+    uintptr_t pcs[WALK_FRAMES];
+    rule_t rules[WALK_FRAMES]; /* rules[i] steps from pcs[i] to pcs[i + 1] */
+} cache_entry_t;
+
+static cache_entry_t *cache;
+static lock_t cache_lock = LOCK_INIT;
+
+void trace_cache_init(void)
+{
+    if (os_info.static_exe)
+        atomic_store_explicit(&unwinder_ok, false, memory_order_relaxed);
+#if defined(__x86_64__)
+    size_t bytes = (CACHE_ENTRIES * sizeof(cache_entry_t) + os_info.page_size - 1) &
+                   ~(os_info.page_size - 1);
+    cache = os_map_aligned(bytes, os_info.page_size, 0); /* NULL: no cache */
+    rules_init();
+#endif
+}
+
+static size_t cache_index(uintptr_t mark, uintptr_t pc)
+{
+    uint64_t h = (mark ^ (pc * 0x9E3779B97F4A7C15ull)) * 0xC2B2AE3D27D4EB4Full;
+    return (size_t)(h >> 40) % CACHE_ENTRIES;
+}
+
+/* A hit's trace id (*depth: its frames), or 0. */
+ebb_racy_reader static uint32_t cache_lookup(uintptr_t mark, int max, int *out_depth)
+{
+    walk_t w = walk_start(mark);
+    cache_entry_t *e = &cache[cache_index(mark, w.pc)];
+    unsigned seq = atomic_load_explicit(&e->seq, memory_order_acquire);
+    if (seq & 1)
+        return 0;
+    const volatile cache_entry_t *v = e;
+    int frames = v->frames, depth = v->depth;
+    if (v->max != max || depth == 0 || depth > frames || frames > WALK_FRAMES ||
+        v->mark != mark || v->pcs[0] != w.pc || v->thread != thread_id_self())
+        return 0;
+    /* The replay. Each step's rule and pc are read from the entry, then the
+     * count is checked, before the rule computes an address. */
+    for (int i = 1; i < frames; i++) {
+        rule_t r = {.cfa_off = v->rules[i - 1].cfa_off, .rbp_off = v->rules[i - 1].rbp_off,
+                    .cfa_rbp = v->rules[i - 1].cfa_rbp};
+        uintptr_t want = v->pcs[i];
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
+            return 0;
+        if (!walk_step(&w, r) || w.pc != want)
+            return 0;
+    }
+    uint32_t id = v->id;
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
+        return 0;
+    *out_depth = depth;
+    return id;
+}
+
+/* Keep the walk record of `c`, whose trace is `id` (its first n frames). */
+static void cache_store(const capture_t *c, int n, uint32_t id)
+{
+    cache_entry_t *e = &cache[cache_index(c->mark, c->walk_pcs[0])];
+    lock_acquire(&cache_lock);
+    unsigned seq = seq_write_begin(&e->seq);
+    e->depth = (uint8_t)n;
+    e->max = (uint8_t)c->max;
+    e->frames = (uint8_t)c->walk_n;
+    e->id = id;
+    e->thread = thread_id_self();
+    e->mark = c->mark;
+    memcpy(e->pcs, c->walk_pcs, (size_t)c->walk_n * sizeof c->walk_pcs[0]);
+    memcpy(e->rules, c->walk_rules, (size_t)c->walk_n * sizeof c->walk_rules[0]);
+    seq_write_end(&e->seq, seq);
+    lock_release(&cache_lock);
+}
 /* ---------------------------------------------------------------------------
  * Unloaded code. The rule table is keyed by pc and the capture cache by
  * return addresses. When a library is unloaded, another can be loaded at its
@@ -689,10 +744,8 @@ static bool fast_walk(capture_t *c)
  * the wrong stack slots — past the end of the stack, in tests/test_unwind.c.
  * dl_iterate_phdr counts the unloads so far (dlpi_subs). Before it walks, a
  * capture compares that count with the one the tables were filled under, and
- * when it changed empties both. (A capture-cache hit does not check: it only
- * reads slots of its own thread's stack, and returns the addresses found
- * there. Once the next miss has emptied the cache, traces follow the new
- * code's frames.) A check costs a dl_iterate_phdr call that stops at the
+ * when it changed empties both. (A capture-cache hit does not check; see
+ * the capture cache for what that leaves.) A check costs a dl_iterate_phdr call that stops at the
  * first module, next to the microseconds of a walk.
  *
  * dl_iterate_phdr takes the loader's list lock, which dlclose holds while it
@@ -812,6 +865,7 @@ static void capture_walk(capture_t *c, bool allow_fast)
             return;
         *c = start;
     }
+    c->cacheable = false; /* no walk record to replay */
     _Unwind_Backtrace(capture_step, c);
 }
 
@@ -821,16 +875,14 @@ static ebb_noinline uint32_t capture_miss(int max, uintptr_t mark)
 {
     if (!atomic_load_explicit(&unwinder_ok, memory_order_relaxed))
         return 0;
-    uintptr_t pcs[TRACE_DEPTH_MAX + 16], slots[TRACE_DEPTH_MAX + 16];
-    capture_t c = {.pcs = pcs, .slots = slots, .n = 0, .mark = mark, .cacheable = true,
-                   .max = max > TRACE_DEPTH_MAX ? TRACE_DEPTH_MAX : max};
+    uintptr_t pcs[TRACE_DEPTH_MAX];
+    capture_t c = {.pcs = pcs, .n = 0, .mark = mark, .cacheable = true, .max = max};
     capture_walk(&c, true);
     if (c.restart)
         c.n = 0;
-    int n = c.n < max ? c.n : max;
-    uint32_t id = trace_intern(pcs, n);
-    if (id && cache && mark != 0 && c.cacheable && n > 0 && slots[0] == mark - sizeof(uintptr_t))
-        cache_store(pcs, slots, n, max, id);
+    uint32_t id = trace_intern(pcs, c.n);
+    if (id && cache && mark != 0 && c.cacheable && c.n > 0)
+        cache_store(&c, c.n, id);
     return id;
 }
 
@@ -838,9 +890,11 @@ uint32_t trace_capture_id(int max, uintptr_t mark)
 {
     if (max <= 0)
         return 0;
+    if (max > TRACE_DEPTH_MAX)
+        max = TRACE_DEPTH_MAX;
     if (cache && mark != 0) {
         int depth;
-        uint32_t id = cache_lookup(mark - sizeof(uintptr_t), max, &depth);
+        uint32_t id = cache_lookup(mark, max, &depth);
         if (id) {
             trace_count(depth);
             return id;
@@ -853,13 +907,12 @@ int trace_crosscheck(uintptr_t mark, int max, uintptr_t *fast, uintptr_t *slow, 
 {
     if (rules == NULL || mark == 0)
         return -1;
-    uintptr_t slots[TRACE_DEPTH_MAX + 16];
     if (max > TRACE_DEPTH_MAX)
         max = TRACE_DEPTH_MAX;
-    capture_t s = {.pcs = slow, .slots = slots, .mark = mark, .cacheable = true, .max = max};
+    capture_t s = {.pcs = slow, .mark = mark, .max = max};
     _Unwind_Backtrace(capture_step, &s);
     *n_slow = s.restart ? 0 : s.n;
-    capture_t f = {.pcs = fast, .slots = slots, .mark = mark, .cacheable = true, .max = max};
+    capture_t f = {.pcs = fast, .mark = mark, .max = max};
     if (!forget_unloaded_code() || !fast_walk(&f))
         return -1;
     return f.restart ? 0 : f.n;

@@ -102,6 +102,8 @@ expect verify_overflow      "heap-buffer-overflow"                              
 expect verify_use_after_free "heap-use-after-free"                                 allocate_victim
 expect use_after_free_late  "heap-use-after-free"                                 allocate_victim
 expect use_after_free_found_by_time "heap-use-after-free"                         allocate_victim EBB_BACKGROUND=0
+expect alloca_chain_changed "double free"                                          leaf
+expect coroutine_stack_replaced "double free"                                      leaf
 
 # The details that only some reports carry.
 begin_case details
@@ -149,6 +151,16 @@ grep -q "a write past the requested size (found at free): the byte at offset 10 
 { EBB_DEBUG=1 EBB_BACKGROUND=0 "$D/use_after_free_found_by_time" >/dev/null 2>"$TMP/uaftime"; } 2>/dev/null
 awk '/^  this call:/ { getline; print; exit }' "$TMP/uaftime" | grep -q " in main+" ||
     fail "a fault found by an inline pass at a malloc should be traced from that malloc's caller: $(awk '/^  this call:/ { getline; print; exit }' "$TMP/uaftime")"
+# The capture cache (src/trace.c) serves a chain only if replaying its walk
+# on today's stack reaches the same frames: a chain that meets malloc where
+# another did, with other frames above, gets its own trace (a stale one
+# before, and SIGSEGV on the coroutine stack whose top was cut off).
+for prog in alloca_chain_changed coroutine_stack_replaced; do
+    { EBB_DEBUG=1 "$D/$prog" >/dev/null 2>"$TMP/chain"; } 2>/dev/null
+    awk '/^  allocated at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/chain" >"$TMP/chain.alloc"
+    grep -q " in second_owner+" "$TMP/chain.alloc" && ! grep -q " in first_owner+" "$TMP/chain.alloc" ||
+        { fail "$prog: the allocation trace should pass through second_owner, not first_owner"; show "$TMP/chain"; }
+done
 { EBB_DEBUG=1 EBB_DEBUG_TRACE_DEPTH=0 "$D/double_free" >/dev/null 2>"$TMP/notrace"; } 2>/dev/null
 grep -q "(no stack trace)" "$TMP/notrace" || fail "EBB_DEBUG_TRACE_DEPTH=0 should record no traces"
 # Started through the loader (`ld.so ./prog`), whose /proc/self/exe is the
