@@ -730,6 +730,12 @@ bool os_thread_alive(int tid);
 int os_peek_byte(const void *p, uint8_t *out);
 /* Read up to cap bytes of a file; returns the count (0 on any error). */
 size_t os_read_file(const char *path, char *buf, size_t cap);
+/* Call fn for each line of a file of any length (the newline left out),
+ * reading it through buf, cap bytes: a line longer than that is given cut
+ * to cap bytes. False if the file could not be opened or a read failed
+ * (the lines before the failure were given). */
+bool os_for_each_line(const char *path, char *buf, size_t cap,
+                      void (*fn)(const char *line, size_t len, void *arg), void *arg);
 unsigned long os_purge_calls(void);
 /* Whether `more` threads could still be created under RLIMIT_NPROC (for a
  * user it applies to: all the system's threads count, an upper bound on the

@@ -99,7 +99,7 @@ static struct {
     struct pm_region regions[256]; /* scan_used_pages_by_ioctl */
     uint64_t entries[4096];        /* scan_used_pages: pagemap */
     unsigned char resident[65536]; /* scan_resident_pages: mincore */
-    char maps[1 << 20];            /* scan_roots: /proc/self/maps */
+    char maps[64 << 10];           /* scan_roots: /proc/self/maps, a piece at a time */
     struct {                       /* scan_span */
         uintptr_t base[WINDOWS]; /* 0: empty */
         size_t len[WINDOWS];     /* bytes read */
@@ -557,27 +557,36 @@ static int scan_relro_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-static void scan_roots(uintptr_t sp)
+/* One line of /proc/self/maps: "start-end perms offset dev inode path". */
+static void scan_maps_line(const char *line, size_t len, void *arg)
 {
-    char *maps = scratch.maps;
-    size_t n = os_read_file("/proc/self/maps", maps, sizeof scratch.maps - 1);
-    maps[n] = '\0';
-    for (const char *line = maps; *line;) {
-        const char *s = line;
-        uintptr_t start = parse_hex(&s);
-        s++; /* '-' */
-        uintptr_t end = parse_hex(&s);
-        s++; /* ' ' */
-        bool rw = s[0] == 'r' && s[1] == 'w', shared = s[3] == 's';
-        const char *nl = strchr(line, '\n');
-        line = nl ? nl + 1 : line + strlen(line);
-        if (!rw)
-            continue;
-        if (sp >= start && sp < end)
-            start = sp; /* our own stack: only the live part */
-        scan_root(start, end, shared);
-    }
+    uintptr_t sp = *(const uintptr_t *)arg;
+    char head[64]; /* addresses and permissions, NUL-terminated for parse_hex */
+    size_t n = len < sizeof head - 1 ? len : sizeof head - 1;
+    memcpy(head, line, n);
+    head[n] = '\0';
+    const char *s = head;
+    uintptr_t start = parse_hex(&s);
+    if (*s++ != '-')
+        return;
+    uintptr_t end = parse_hex(&s);
+    if (*s++ != ' ' || strlen(s) < 4)
+        return;
+    bool rw = s[0] == 'r' && s[1] == 'w', shared = s[3] == 's';
+    if (!rw)
+        return;
+    if (sp >= start && sp < end)
+        start = sp; /* our own stack: only the live part */
+    scan_root(start, end, shared);
+}
+
+/* The roots. False if /proc/self/maps could not be read to its end. */
+static bool scan_roots(uintptr_t sp)
+{
+    bool whole = os_for_each_line("/proc/self/maps", scratch.maps, sizeof scratch.maps,
+                                  scan_maps_line, &sp);
     dl_iterate_phdr(scan_relro_cb, NULL);
+    return whole;
 }
 
 /* Small blocks are read a window at a time: one process_vm_readv a block
@@ -729,7 +738,7 @@ void leak_report_at_exit(void)
     huge_for_each_cached(cached_huge, NULL);
     spans_sort();
     spans_bound();
-    scan_roots(sp);
+    bool roots_whole = scan_roots(sp);
     mark_all();
 
     /* Group by (trace, reachable, inherited). A forked child's report lists
@@ -809,6 +818,9 @@ void leak_report_at_exit(void)
         text_add_u64(&t, gone, 0);
         text_add(&t, gone == 1 ? " block\n" : " blocks\n");
     }
+    if (!roots_whole)
+        text_add(&t, "==ebb== INCOMPLETE: /proc/self/maps could not be read whole; blocks reached "
+                     "only from the mappings it left out are counted lost\n");
     text_add(&t, "==ebb== end of leak report\n");
     text_flush(&t);
     debug_log_close(fd, opened);

@@ -127,6 +127,51 @@ size_t os_read_file(const char *path, char *buf, size_t cap)
     return got;
 }
 
+bool os_for_each_line(const char *path, char *buf, size_t cap,
+                      void (*fn)(const char *line, size_t len, void *arg), void *arg)
+{
+    int saved = errno;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        errno = saved;
+        return false;
+    }
+    size_t held = 0;   /* bytes of a line not finished yet, at buf */
+    bool cut = false;  /* the rest of an over-long line is being skipped */
+    bool ok = true;
+    for (;;) {
+        ssize_t r = read(fd, buf + held, cap - held);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            ok = false;
+        if (r <= 0)
+            break;
+        size_t end = held + (size_t)r, from = 0;
+        for (size_t i = held; i < end; i++) {
+            if (buf[i] != '\n')
+                continue;
+            if (!cut)
+                fn(buf + from, i - from, arg);
+            cut = false;
+            from = i + 1;
+        }
+        held = end - from;
+        memmove(buf, buf + from, held);
+        if (held == cap) { /* a line longer than buf: give what fits */
+            if (!cut)
+                fn(buf, held, arg);
+            cut = true;
+            held = 0;
+        }
+    }
+    if (held > 0 && !cut && ok)
+        fn(buf, held, arg); /* a last line without its newline */
+    close(fd);
+    errno = saved;
+    return ok;
+}
+
 /* The number in `path` ("max": -1; unreadable: -2). */
 static long read_count(const char *path)
 {

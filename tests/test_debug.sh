@@ -466,6 +466,18 @@ expect_two_reached_one_lost leak_big_roots "no big mappings" allocate_reached_vi
     "the program could not map its big regions here (vm.overcommit_memory=2?)"
 end_case
 
+# Review finding: the leak report read /proc/self/maps into 1 MiB and
+# silently left out every mapping listed after it (false leaks). It now reads
+# the listing a piece at a time, whatever its length, and says so when a read
+# fails (tests/debug/leak_many_mappings.c: 40,000 mappings, 2 MiB of listing,
+# and the roots of two blocks listed after them).
+begin_case leak_report_reads_all_of_a_long_maps
+expect_two_reached_one_lost leak_many_mappings "no many mappings" allocate_reached_via_mapping \
+    "the program could not make its 40,000 mappings here: $(cat "$TMP/leak_many_mappings.out" 2>/dev/null)"
+mb=$(sed -n 's/^maps_bytes=//p' "$TMP/leak_many_mappings.out")
+[ "${mb:-0}" -gt 1048576 ] || fail "the listing should be longer than 1 MiB to test this; it was ${mb:-?} bytes"
+end_case
+
 # A program that goes on after its faults: 15 double frees from three call
 # sites (tests/debug/double_free_repeated.c). Symbolized frames are kept for
 # the next report; each report must still name its own site, at its own line.
