@@ -657,16 +657,67 @@ static void add_count(text_t *t, uint64_t bytes, uint64_t blocks)
     text_add(t, blocks == 1 ? " block" : " blocks");
 }
 
+/* The groups, largest first: a heapsort (no allocation, no recursion) on a
+ * heap whose root is the smallest, so that each smallest goes to the end. */
+static bool group_before(const group_t *a, const group_t *b)
+{
+    return a->bytes > b->bytes || (a->bytes == b->bytes && a->trace < b->trace);
+}
+
+static void groups_sift_down(group_t *g, size_t i, size_t n)
+{
+    for (;;) {
+        size_t last = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && group_before(&g[last], &g[l]))
+            last = l;
+        if (r < n && group_before(&g[last], &g[r]))
+            last = r;
+        if (last == i)
+            return;
+        group_t tmp = g[i];
+        g[i] = g[last];
+        g[last] = tmp;
+        i = last;
+    }
+}
+
+static void groups_sort(group_t *g, size_t n)
+{
+    for (size_t start = n / 2; start-- > 0;)
+        groups_sift_down(g, start, n);
+    for (size_t end = n; end-- > 1;) {
+        group_t tmp = g[0];
+        g[0] = g[end];
+        g[end] = tmp;
+        groups_sift_down(g, 0, end);
+    }
+}
+
+/* The group of (trace, marked, inherited), found through an open-addressing
+ * index of `slots` (a power of two, at least twice the groups' room: 0 is an
+ * empty slot, else a group's index + 1), or added; NULL when full. */
+static group_t *group_of(group_t *g, size_t *n, size_t cap, uint32_t *index, size_t slots,
+                         uint32_t trace, bool marked, bool inherited)
+{
+    uint64_t key = (uint64_t)trace << 2 | (uint64_t)marked << 1 | (uint64_t)inherited;
+    size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (slots - 1);
+    for (;; i = (i + 1) & (slots - 1)) {
+        if (index[i] == 0)
+            break;
+        group_t *x = &g[index[i] - 1];
+        if (x->trace == trace && x->marked == marked && x->inherited == inherited)
+            return x;
+    }
+    if (*n == cap)
+        return NULL;
+    g[*n] = (group_t){trace, marked, inherited, 0, 0};
+    index[i] = (uint32_t)++*n;
+    return &g[*n - 1];
+}
+
+/* Print the groups of one kind (g sorted by groups_sort). */
 static void print_groups(text_t *t, group_t *g, size_t n, bool marked, bool inherited)
 {
-    /* Largest first: n is small next to the blocks; selection sort in place. */
-    for (size_t i = 0; i < n; i++) {
-        size_t best = i;
-        for (size_t j = i + 1; j < n; j++)
-            if (g[j].bytes > g[best].bytes)
-                best = j;
-        group_t tmp = g[i]; g[i] = g[best]; g[best] = tmp;
-    }
     /* Symbolized 16 groups at a time: one addr2line run per module for all
      * their frames, not one per group. */
     enum { AHEAD = 16 };
@@ -707,7 +758,10 @@ void leak_report_at_exit(void)
     segment_for_each(spans_of_segment, NULL);
     huge_for_each_live(spans_of_huge, NULL);
     size_t cap = lk.cap + 64;
-    size_t bytes = cap * (sizeof(span_t) + sizeof(size_t) + sizeof(group_t));
+    size_t slots = 2;
+    while (slots < 2 * cap)
+        slots *= 2;
+    size_t bytes = cap * (sizeof(span_t) + sizeof(size_t) + sizeof(group_t)) + slots * sizeof(uint32_t);
     bytes = (bytes + os_info.page_size - 1) & ~(os_info.page_size - 1);
     uint8_t *mem = os_map_aligned(bytes, os_info.page_size, 0);
     if (mem == NULL) {
@@ -726,6 +780,7 @@ void leak_report_at_exit(void)
     lk.cap = cap;
     lk.work = (size_t *)(mem + cap * sizeof(span_t));
     group_t *groups = (group_t *)(mem + cap * (sizeof(span_t) + sizeof(size_t)));
+    uint32_t *group_index = (uint32_t *)(mem + cap * (sizeof(span_t) + sizeof(size_t) + sizeof(group_t)));
     segment_for_each(spans_of_segment, NULL);
     huge_for_each_live(spans_of_huge, NULL);
     lk.skip[0][0] = (uintptr_t)mem;
@@ -770,18 +825,13 @@ void leak_report_at_exit(void)
         }
         if ((marked || inherited) && mode != 2)
             continue;
-        size_t g = 0;
-        while (g < ngroups && (groups[g].trace != s->trace || groups[g].marked != marked ||
-                               groups[g].inherited != inherited))
-            g++;
-        if (g == ngroups) {
-            if (ngroups == cap)
-                continue;
-            groups[ngroups++] = (group_t){s->trace, marked, inherited, 0, 0};
-        }
-        groups[g].count++;
-        groups[g].bytes += size;
+        group_t *g = group_of(groups, &ngroups, cap, group_index, slots, s->trace, marked, inherited);
+        if (g == NULL)
+            continue;
+        g->count++;
+        g->bytes += size;
     }
+    groups_sort(groups, ngroups);
     /* Passes and quarantine evictions go on once every block is judged
      * (span_still_listed relies on both having waited). */
     debug_quarantine_hold(false);

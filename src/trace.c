@@ -1153,9 +1153,15 @@ static void module_set(module_t *m, uintptr_t bias, const char *name)
             len = sizeof m->path - 1;
         memcpy(m->path, program_invocation_name, len);
         m->path[len] = '\0';
-    } else { /* the main program: its real path (addr2line runs elsewhere) */
-        ssize_t len = readlink("/proc/self/exe", m->path, sizeof m->path - 1);
-        m->path[len > 0 ? len : 0] = '\0';
+    } else { /* the main program: its real path (addr2line runs elsewhere),
+              * read once (callers hold the report lock; a process keeps its
+              * executable until exec) */
+        static char exe[sizeof m->path] ebb_cold_bss;
+        if (exe[0] == '\0') {
+            ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+            exe[len > 0 ? len : 0] = '\0';
+        }
+        memcpy(m->path, exe, sizeof exe);
     }
     m->found = true;
 }
@@ -1365,6 +1371,33 @@ static uint64_t module_hash(const module_t *m)
     return h;
 }
 
+/* module_hash, remembered for the last module asked about: the frames of a
+ * trace lie mostly in one or two modules, and the hash costs a stat. The
+ * memo lives for one report call (module_memo_forget at its start: a
+ * library can be replaced at its address between reports), under the report
+ * lock every caller holds. */
+static struct {
+    bool valid;
+    module_t mod;
+    uint64_t hash;
+} module_memo ebb_cold_bss;
+
+static void module_memo_forget(void)
+{
+    module_memo.valid = false;
+}
+
+static uint64_t module_hash_memo(const module_t *m)
+{
+    if (!module_memo.valid || module_memo.mod.found != m->found || module_memo.mod.bias != m->bias ||
+        strcmp(module_memo.mod.path, m->path) != 0) {
+        module_memo.mod = *m;
+        module_memo.hash = module_hash(m);
+        module_memo.valid = true;
+    }
+    return module_memo.hash;
+}
+
 static sym_t *sym_find(const module_t *m, uint64_t hash)
 {
     for (unsigned i = 0; i < SYM_SLOTS; i++)
@@ -1393,6 +1426,7 @@ static void sym_resolve(const uintptr_t *pcs, int n)
     static module_t mods[SYM_BATCH] ebb_cold_bss;
     static uint64_t hashes[SYM_BATCH] ebb_cold_bss;
     static char got[SYM_BATCH][160] ebb_cold_bss;
+    module_memo_forget();
     if (++sym_stamp == 0)
         sym_stamp = 1; /* 0 is a slot never stamped */
     int i = 0;
@@ -1402,7 +1436,7 @@ static void sym_resolve(const uintptr_t *pcs, int n)
             memset(&mods[m], 0, sizeof mods[m]);
             mods[m].pc = pcs[i] - 1; /* a return address: the call is just before */
             module_find(&mods[m]);
-            hashes[m] = module_hash(&mods[m]);
+            hashes[m] = module_hash_memo(&mods[m]);
             sym_t *cached = sym_find(&mods[m], hashes[m]);
             bool seen = cached != NULL;
             if (cached)
@@ -1471,6 +1505,7 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
     }
     if (t->fd >= 0)
         sym_resolve(pcs, n); /* after trace_symbolize: only a stamp for each frame */
+    module_memo_forget();
     /* Static: every caller holds debug.c's report lock, and a report must
      * fit on a thread's small stack (a thread of 32 KiB crashed reporting a
      * double free when 24 KiB of buffers were on it). */
@@ -1479,7 +1514,7 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         memset(&mod, 0, sizeof mod);
         mod.pc = pcs[i] - 1;
         module_find(&mod);
-        const sym_t *e = sym_find(&mod, module_hash(&mod));
+        const sym_t *e = sym_find(&mod, module_hash_memo(&mod));
         text_add(t, indent);
         text_add(t, "#");
         text_add_u64(t, (uint64_t)i, 0);
