@@ -139,7 +139,7 @@ EBB_API int ebb_mallopt(int param, int value);
  * ------------------------------------------------------------------------- */
 
 /* The layout of struct ebb_stats. A later version only appends fields. */
-#define EBB_STATS_VERSION 2
+#define EBB_STATS_VERSION 3
 
 struct ebb_stats {
     /* In: EBB_STATS_VERSION as the caller was compiled. Out: the version ebb
@@ -203,6 +203,12 @@ struct ebb_stats {
      * quarantine, kept resident for reuse (counted as live, like the
      * quarantine; bounded by a quarter of EBB_DEBUG_QUARANTINE). */
     uint64_t debug_reuse_bytes;
+
+    /* Version 3. Debug mode: the stack-trace machinery's fixed tables beside
+     * the registry (the capture cache, the unwind-rule table, the registry's
+     * hash buckets and the symbol cache), as mapped: their pages become
+     * resident only where used, so this is an upper bound on their RSS. */
+    uint64_t debug_trace_table_bytes;
 };
 
 /* Fill *stats. The caller sets stats->version = EBB_STATS_VERSION first.

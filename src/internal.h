@@ -1156,6 +1156,9 @@ void trace_symbolize(const uint32_t *ids, int count);
 /* The registry's bytes and the traces recorded, with the caller's own counts
  * added first (the other threads' come in batches: trace.c, trace_count). */
 void trace_registry_counts(size_t *stored, size_t *raw, size_t *traces);
+/* The bytes mapped for the fixed tables beside the registry (capture cache,
+ * rule table, hash buckets, symbol cache). */
+size_t trace_table_bytes(void);
 /* Add the calling thread's held-back counts to the shared ones (thread exit). */
 void trace_counts_flush(void);
 /* Fork (heap.c's order: after every other lock). */

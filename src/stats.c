@@ -212,6 +212,7 @@ static void stats_fill(struct ebb_stats *st, struct ebb_heap_summary *sum)
         st->debug_trace_bytes = stored;
         st->debug_trace_raw_bytes = raw;
         st->debug_traces = traces;
+        st->debug_trace_table_bytes = trace_table_bytes();
     }
 }
 
@@ -227,8 +228,9 @@ EBB_API int ebb_stats_get(struct ebb_stats *stats)
     stats_fill(&st, &sum);
     st.version = version;
     /* Only the fields of the caller's version: its struct may be shorter. */
-    st.size = version >= 2 ? (uint32_t)sizeof st
-                           : (uint32_t)offsetof(struct ebb_stats, debug_reuse_bytes);
+    st.size = version >= 3   ? (uint32_t)sizeof st
+              : version == 2 ? (uint32_t)offsetof(struct ebb_stats, debug_trace_table_bytes)
+                             : (uint32_t)offsetof(struct ebb_stats, debug_reuse_bytes);
     memcpy(stats, &st, st.size);
     return 0;
 }
@@ -344,6 +346,7 @@ static void stats_report(int fd, const char *when)
         line_bytes(&t, "debug_trace_bytes", st.debug_trace_bytes);
         line_bytes(&t, "debug_trace_raw_bytes", st.debug_trace_raw_bytes);
         line_count(&t, "debug_traces", st.debug_traces);
+        line_bytes(&t, "debug_trace_table_bytes", st.debug_trace_table_bytes);
     }
     text_add(&t, "fragmentation           ");
     text_add_ratio(&t, st.live_bytes ? (double)st.committed_bytes / (double)st.live_bytes : 0);

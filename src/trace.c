@@ -1538,3 +1538,21 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         text_add(t, "\n");
     }
 }
+
+/* ---------------------------------------------------------------------------
+ * What the tables beside the registry take
+ * ------------------------------------------------------------------------- */
+static size_t page_round(size_t bytes)
+{
+    return (bytes + os_info.page_size - 1) & ~(os_info.page_size - 1);
+}
+
+size_t trace_table_bytes(void)
+{
+    size_t bytes = sizeof buckets + sizeof chunks + sizeof sym_cache;
+    if (cache)
+        bytes += page_round(CACHE_ENTRIES * sizeof(cache_entry_t));
+    if (rules)
+        bytes += page_round(RULE_ENTRIES * sizeof(rule_entry_t));
+    return bytes;
+}

@@ -439,6 +439,16 @@ static void traces_are_stored_once_per_distinct_stack(void)
     CHECK(s1.debug_trace_bytes * 3 < s1.debug_trace_raw_bytes,
           "the registry (%llu bytes) is much smaller than the raw traces (%llu)",
           (unsigned long long)s1.debug_trace_bytes, (unsigned long long)s1.debug_trace_raw_bytes);
+    /* The tables beside the registry are counted too: at least its 64 Ki
+     * hash buckets (256 KiB), and on x86-64 the capture cache and the rule
+     * table (about 2 MiB more, mapped at start). */
+    uint64_t least = 256 << 10;
+#if defined(__x86_64__)
+    least += (uint64_t)1 << 20;
+#endif
+    CHECK(s1.debug_trace_table_bytes >= least && s1.debug_trace_table_bytes < (64u << 20),
+          "debug_trace_table_bytes should count the trace tables (>= %llu bytes); it is %llu",
+          (unsigned long long)least, (unsigned long long)s1.debug_trace_table_bytes);
 }
 
 /* A thread counts its traces and adds them to the shared counts in batches

@@ -263,6 +263,16 @@ static void bad_arguments_get_einval(void)
     const unsigned char *tail = (const unsigned char *)&v1 + v1_size;
     for (size_t i = 0; i < sizeof v1 - v1_size; i++)
         CHECK(tail[i] == 0x77, "version 1: byte %zu past its struct was written", v1_size + i);
+    /* The same for version 2, whose struct ends before debug_trace_table_bytes. */
+    struct ebb_stats v2;
+    memset(&v2, 0x77, sizeof v2);
+    v2.version = 2;
+    size_t v2_size = offsetof(struct ebb_stats, debug_trace_table_bytes);
+    CHECK(ebb_stats_get(&v2) == 0 && v2.version == 2 && v2.size == v2_size,
+          "version 2: version %u size %u, expected 2 and %zu", v2.version, v2.size, v2_size);
+    tail = (const unsigned char *)&v2 + v2_size;
+    for (size_t i = 0; i < sizeof v2 - v2_size; i++)
+        CHECK(tail[i] == 0x77, "version 2: byte %zu past its struct was written", v2_size + i);
 }
 
 /* live_bytes counts size-class-rounded blocks: malloc_usable_size of each. */
