@@ -27,7 +27,8 @@
  *   3. every marked block's bytes are scanned the same way (a mapped work
  *      list, so long chains need no recursion; small blocks are read a
  *      16 KiB window at a time, see scan_span);
- *   4. the unmarked blocks are the leaks, grouped by allocation trace,
+ *   4. the unmarked blocks are the leaks, grouped by allocation trace (and
+ *      ebb_debug_set_context label),
  *      largest first. In a forked child, those allocated before the fork
  *      are counted, not listed (leak_report_at_exit says why).
  * Memory is read with process_vm_readv, so a mapping another thread unmaps
@@ -63,6 +64,7 @@ typedef struct span_s {
     uintptr_t header;     /* where the block's header is */
     uint64_t check;       /* its check when listed (debug.c, header_check) */
     uint32_t trace;       /* allocation trace */
+    uint16_t context;     /* ebb_debug_set_context's label when allocated (0: none) */
     bool marked;          /* reachable */
     bool huge;            /* a huge block: not in the segment map past its first unit */
     bool inherited;       /* allocated before this process was forked (debug.h) */
@@ -125,8 +127,15 @@ static void span_add(debug_header_t *h, uintptr_t map_end)
     uintptr_t start = (uintptr_t)h + c.offset;
     bool inherited = debug_block_fork_depth(&c) < debug_fork_depth;
     uintptr_t end = start + c.size;
-    lk.spans[lk.count++] = (span_t){start,    end, map_end ? map_end : end, (uintptr_t)h, c.check,
-                                    c.alloc_trace, false, map_end != 0, inherited};
+    lk.spans[lk.count++] = (span_t){.start = start,
+                                    .end = end,
+                                    .own_end = map_end ? map_end : end,
+                                    .header = (uintptr_t)h,
+                                    .check = c.check,
+                                    .trace = c.alloc_trace,
+                                    .context = c.context,
+                                    .huge = map_end != 0,
+                                    .inherited = inherited};
 }
 
 /* Whether the unmarked block of s is still the block that was listed. Other
@@ -645,6 +654,7 @@ static void mark_all(void)
  * ------------------------------------------------------------------------- */
 typedef struct group_s {
     uint32_t trace;
+    uint16_t context;       /* the blocks' ebb_debug_set_context label, 0: none */
     bool marked, inherited; /* inherited: lost blocks only */
     uint64_t count, bytes;
 } group_t;
@@ -661,7 +671,9 @@ static void add_count(text_t *t, uint64_t bytes, uint64_t blocks)
  * heap whose root is the smallest, so that each smallest goes to the end. */
 static bool group_before(const group_t *a, const group_t *b)
 {
-    return a->bytes > b->bytes || (a->bytes == b->bytes && a->trace < b->trace);
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes;
+    return a->trace != b->trace ? a->trace < b->trace : a->context < b->context;
 }
 
 static void groups_sift_down(group_t *g, size_t i, size_t n)
@@ -693,24 +705,26 @@ static void groups_sort(group_t *g, size_t n)
     }
 }
 
-/* The group of (trace, marked, inherited), found through an open-addressing
+/* The group of (trace, context, marked, inherited), found through an open-addressing
  * index of `slots` (a power of two, at least twice the groups' room: 0 is an
  * empty slot, else a group's index + 1), or added; NULL when full. */
 static group_t *group_of(group_t *g, size_t *n, size_t cap, uint32_t *index, size_t slots,
-                         uint32_t trace, bool marked, bool inherited)
+                         uint32_t trace, uint16_t context, bool marked, bool inherited)
 {
-    uint64_t key = (uint64_t)trace << 2 | (uint64_t)marked << 1 | (uint64_t)inherited;
+    uint64_t key = (uint64_t)trace << 18 | (uint64_t)context << 2 | (uint64_t)marked << 1 |
+                   (uint64_t)inherited;
     size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (slots - 1);
     for (;; i = (i + 1) & (slots - 1)) {
         if (index[i] == 0)
             break;
         group_t *x = &g[index[i] - 1];
-        if (x->trace == trace && x->marked == marked && x->inherited == inherited)
+        if (x->trace == trace && x->context == context && x->marked == marked &&
+            x->inherited == inherited)
             return x;
     }
     if (*n == cap)
         return NULL;
-    g[*n] = (group_t){trace, marked, inherited, 0, 0};
+    g[*n] = (group_t){.trace = trace, .context = context, .marked = marked, .inherited = inherited};
     index[i] = (uint32_t)++*n;
     return &g[*n - 1];
 }
@@ -736,6 +750,12 @@ static void print_groups(text_t *t, group_t *g, size_t n, bool marked, bool inhe
         text_add(t, "==ebb== ");
         add_count(t, g[i].bytes, g[i].count);
         text_add(t, marked ? " still reachable" : inherited ? " lost, inherited through fork()" : " lost");
+        const char *ctx = debug_context_name(g[i].context);
+        if (ctx) {
+            text_add(t, ", context \"");
+            text_add(t, ctx);
+            text_add(t, "\"");
+        }
         text_add(t, ", allocated at:\n");
         trace_print(t, g[i].trace, "    ");
     }
@@ -796,7 +816,7 @@ void leak_report_at_exit(void)
     bool roots_whole = scan_roots(sp);
     mark_all();
 
-    /* Group by (trace, reachable, inherited). A forked child's report lists
+    /* Group by (trace, context, reachable, inherited). A forked child's report lists
      * the blocks it allocated; the lost ones it inherited from its parent
      * (lost there already, as a rule, and reported by the parent at its own
      * exit) are counted in one line, listed with EBB_DEBUG_LEAKS=all only:
@@ -825,7 +845,8 @@ void leak_report_at_exit(void)
         }
         if ((marked || inherited) && mode != 2)
             continue;
-        group_t *g = group_of(groups, &ngroups, cap, group_index, slots, s->trace, marked, inherited);
+        group_t *g = group_of(groups, &ngroups, cap, group_index, slots, s->trace, s->context,
+                              marked, inherited);
         if (g == NULL)
             continue;
         g->count++;

@@ -658,5 +658,19 @@ for p in path_a path_b; do
 done
 end_case
 
+# ebb_debug_set_context labels allocations; the leak report groups lost
+# blocks by trace and label and names the label (review finding: it grouped
+# by trace alone and printed no label).
+begin_case leak_groups_name_their_context
+EBB_DEBUG=1 "$D/leaks_in_contexts" >/dev/null 2>"$TMP/ctx"
+for want in '120 bytes in 3 blocks lost, allocated at:' \
+            '80 bytes in 2 blocks lost, context "loading", allocated at:' \
+            '160 bytes in 4 blocks lost, context "serving", allocated at:'; do
+    grep -qxF "==ebb== $want" "$TMP/ctx" || { fail "expected the group '$want'"; show "$TMP/ctx"; }
+done
+n=$(grep -c ' lost.*, allocated at:$' "$TMP/ctx")
+[ "$n" -eq 3 ] || fail "expected 3 groups of lost blocks, got $n"
+end_case
+
 echo "$cases cases, $failed_cases failed"
 [ $failed_cases -eq 0 ]
