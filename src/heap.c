@@ -96,9 +96,22 @@ __attribute__((constructor(101))) static void process_init_at_load(void)
  * resident in a one-thread program after it went idle). Under heap_pool_lock. */
 static uint8_t *heap_chunk_next, *heap_chunk_end;
 
-/* Under heap_pool_lock, so that threads starting together map one chunk,
- * not one each. */
-static heap_t *heap_pool_take(void)
+/* The heaps in use by thread id, so that a new thread finds a dead thread's
+ * heap carrying its id (heaps_of_dead_thread_hand_back) without walking
+ * every heap: that walk made a new thread's first malloc cost 35 us with
+ * 3,000 threads alive. Chained through id_next, under heap_pool_lock. */
+#define HEAP_ID_BUCKETS 4096
+static heap_t *heap_by_id[HEAP_ID_BUCKETS] ebb_cold_bss;
+
+static heap_t **heap_id_bucket(uintptr_t thread_id)
+{
+    return &heap_by_id[(thread_id * 0x9E3779B97F4A7C15ull) >> 52];
+}
+
+/* A heap for the thread `thread_id`. Under heap_pool_lock, so that threads
+ * starting together map one chunk, not one each, and so that the id and its
+ * index are written where heaps_of_dead_thread_hand_back reads them. */
+static heap_t *heap_pool_take(uintptr_t thread_id)
 {
     lock_acquire(&heap_pool_lock);
     heap_t *heap = heap_pool_free;
@@ -122,13 +135,23 @@ static heap_t *heap_pool_take(void)
         heap_all = heap;
     }
     heap->in_use = true;
+    heap->thread_id = thread_id;
+    heap_t **bucket = heap_id_bucket(thread_id);
+    heap->id_next = *bucket;
+    *bucket = heap;
     lock_release(&heap_pool_lock);
     return heap;
 }
 
 static void heap_pool_put_locked(heap_t *heap)
 {
+    heap_t **link = heap_id_bucket(heap->thread_id);
+    while (*link != heap)
+        link = &(*link)->id_next;
+    *link = heap->id_next;
+    heap->id_next = NULL;
     heap->in_use = false;
+    heap->thread_id = 0;
     heap->pool_next = heap_pool_free;
     heap_pool_free = heap;
 }
@@ -145,7 +168,7 @@ static void heap_direct_clear(heap_t *heap)
 /* Forget every page and segment (they have been freed or abandoned: another
  * thread may own them now, so nothing here writes to them; abandoning cleared
  * the kept pages' flags). */
-static void heap_reset(heap_t *heap, uintptr_t thread_id)
+static void heap_reset(heap_t *heap)
 {
     heap_direct_clear(heap);
     memset(heap->queues, 0, sizeof heap->queues);
@@ -155,7 +178,6 @@ static void heap_reset(heap_t *heap, uintptr_t thread_id)
     atomic_store_explicit(&heap->xfull_pending, 0, memory_order_relaxed);
     heap->segments = NULL;
     heap->segment_count = 0;
-    heap->thread_id = thread_id;
     atomic_store(&heap->remote_pending, 0);
     atomic_store(&heap->retained_pending, 0);
     atomic_store(&heap->collect_asked, 0);
@@ -190,7 +212,7 @@ static void heap_hand_back_held(heap_t *heap)
 {
     heap_collect_pages(heap, true);
     segment_abandon_all(heap);
-    heap_reset(heap, 0);
+    heap_reset(heap);
     heap->busy = NULL;
     lock_release(&heap->lock);
     heap_pool_put_locked(heap);
@@ -207,14 +229,15 @@ static bool heap_owner_gone(const heap_t *heap)
 void heaps_of_dead_thread_hand_back(uintptr_t thread_id)
 {
     lock_acquire(&heap_pool_lock);
-    for (heap_t *h = heap_all; h; h = h->all_next) {
-        if (!h->in_use)
+    heap_t *h = *heap_id_bucket(thread_id);
+    while (h != NULL) {
+        if (h->thread_id != thread_id) {
+            h = h->id_next;
             continue;
+        }
         lock_acquire(&h->lock);
-        if (h->thread_id == thread_id)
-            heap_hand_back_held(h);
-        else
-            lock_release(&h->lock);
+        heap_hand_back_held(h); /* unlinks h from the bucket: start again */
+        h = *heap_id_bucket(thread_id);
     }
     lock_release(&heap_pool_lock);
 }
@@ -225,11 +248,11 @@ heap_t *heap_get_or_create(void)
     if (tls.heap != &heap_empty)
         return tls.heap; /* created by a recursive call during initialization */
     heaps_of_dead_thread_hand_back(thread_id_self());
-    heap_t *heap = heap_pool_take();
+    heap_t *heap = heap_pool_take(thread_id_self());
     if (heap == NULL)
         return NULL;
     lock_acquire(&heap->lock); /* a forced pass may already look at it */
-    heap_reset(heap, thread_id_self());
+    heap_reset(heap);
     heap->busy = &tls.busy;
     heap->owner_tid = os_gettid();
     heap->owner_pid = os_getpid();
@@ -247,11 +270,11 @@ heap_t *heap_create_debug(void)
     if (tls_debug_heap)
         return tls_debug_heap;
     heaps_of_dead_thread_hand_back(thread_id_self() | THREAD_ID_DEBUG);
-    heap_t *heap = heap_pool_take();
+    heap_t *heap = heap_pool_take(thread_id_self() | THREAD_ID_DEBUG);
     if (heap == NULL)
         return NULL;
     lock_acquire(&heap->lock);
-    heap_reset(heap, thread_id_self() | THREAD_ID_DEBUG);
+    heap_reset(heap);
     heap->busy = &tls.busy;
     heap->owner_tid = os_gettid();
     heap->owner_pid = os_getpid();
@@ -286,7 +309,7 @@ static void heap_thread_done(void *arg)
     long pause = atomic_load_explicit(&exit_pause_ms, memory_order_relaxed);
     if (ebb_unlikely(pause > 0))
         os_sleep_ms(pause);
-    heap_reset(heap, 0);
+    heap_reset(heap);
     heap->busy = NULL; /* this thread's TLS goes away with it */
     lock_release(&heap->lock);
     /* A destructor that runs after this one and allocates gets a new heap
@@ -639,7 +662,7 @@ static void fork_child(void)
     for (heap_t *h = heap_all; h; h = h->all_next) {
         if (h->in_use && h != tls.heap && h != tls_debug_heap) {
             segment_abandon_all(h);
-            heap_reset(h, 0);
+            heap_reset(h);
             heap_pool_put_locked(h);
         } else if (h->in_use) {
             h->owner_tid = os_gettid(); /* this thread has new ids in the child */

@@ -491,7 +491,10 @@ typedef struct heap_s {
     /* Any thread: set (release) by a remote freer whose block landed in a page
      * of the full list; the owner exchanges it to 0 and scans `full`. */
     atomic_int xfull_pending;
-    /* The owner's thread id; 0 when the heap is not in use. */
+    /* The owner's thread id; 0 when the heap is not in use. Written under
+     * heap_pool_lock (heap_pool_take, heap_pool_put_locked, which keep the
+     * index by id), where every walk of other threads' heaps reads it; the
+     * owner reads its own freely. */
     uintptr_t thread_id;
     /* Any thread: set by a remote freer whose block was the first on a page's
      * xthread_free list; the scavenger exchanges it to 0 and looks for pages
@@ -534,9 +537,11 @@ typedef struct heap_s {
     /* Held by the owner in its slow paths; taken by the fork handler so the
      * child finds every heap consistent (heap.c). Uncontended otherwise. */
     lock_t lock;
-    /* Under heap_pool_lock: every heap ever created, and the free heaps. */
+    /* Under heap_pool_lock: every heap ever created, the free heaps, and the
+     * heaps in use whose thread_id falls in one bucket of heap.c's index. */
     struct heap_s *all_next;
     struct heap_s *pool_next;
+    struct heap_s *id_next;
     bool in_use;
 } heap_t;
 
