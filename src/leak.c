@@ -50,6 +50,7 @@
 #include <errno.h>
 #include <link.h>
 #include <stdio.h>
+#include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <string.h>
@@ -553,6 +554,17 @@ static uintptr_t parse_hex(const char **s)
     }
 }
 
+/* RELRO regions. dl_iterate_phdr holds the loader's module-list lock
+ * around its callbacks, and a forked child inherits that lock as it was: held
+ * by whichever thread of the parent was listing modules at the fork, a thread
+ * the child does not have (tests/debug/leak_fork_beside_module_walk.c: the
+ * child's report waited for it for ever). A child has no other thread, so
+ * nothing changes the loader's list of modules (_r_debug.r_map) while its
+ * report walks it without the lock. Each module's program headers are read
+ * from its ELF header, mapped at its load address (its first PT_LOAD starts
+ * at file offset 0 and address 0, as in every shared object and PIE; the
+ * main program's come from the auxiliary vector), with process_vm_readv, so
+ * a module half-linked at the fork costs its regions, not a crash. */
 static int scan_relro_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size, (void)arg;
@@ -564,6 +576,62 @@ static int scan_relro_cb(struct dl_phdr_info *info, size_t size, void *arg)
         }
     }
     return 0;
+}
+
+/* Read n bytes at `from` of this process; false if they are not all mapped. */
+static bool read_own(void *to, uintptr_t from, size_t n)
+{
+    struct iovec local = {to, n}, remote = {(void *)from, n};
+    return process_vm_readv(lk.pid, &local, 1, &remote, 1, 0) == (ssize_t)n;
+}
+
+/* The RELRO regions of a module whose phnum program headers are at `phdr`,
+ * loaded at `bias` (the main program: bias -1, worked out from its PT_PHDR;
+ * a static non-PIE program has none and is loaded at 0). False if the
+ * headers could not be read. */
+static bool scan_relro_of(uintptr_t bias, uintptr_t phdr, size_t phnum)
+{
+    static ElfW(Phdr) ph[64] ebb_cold_bss; /* under the report (one at a time) */
+    if (phnum > sizeof ph / sizeof ph[0] || !read_own(ph, phdr, phnum * sizeof ph[0]))
+        return false;
+    if (bias == (uintptr_t)-1) {
+        bias = 0;
+        for (size_t i = 0; i < phnum; i++)
+            if (ph[i].p_type == PT_PHDR)
+                bias = phdr - ph[i].p_vaddr;
+    }
+    struct dl_phdr_info info = {.dlpi_addr = bias, .dlpi_phdr = ph, .dlpi_phnum = (ElfW(Half))phnum};
+    scan_relro_cb(&info, sizeof info, NULL);
+    return true;
+}
+
+/* A forked child's RELRO regions: the program's from the auxiliary vector
+ * (a static program has no loader list), the shared objects' from the
+ * loader's list. False if a module's headers could not be read. */
+static bool scan_relro_in_child(void)
+{
+    uintptr_t phdr = (uintptr_t)getauxval(AT_PHDR);
+    bool whole = phdr != 0 && scan_relro_of((uintptr_t)-1, phdr, (size_t)getauxval(AT_PHNUM));
+    for (const struct link_map *m = _r_debug.r_map; m != NULL; m = m->l_next) {
+        if (m->l_name == NULL || m->l_name[0] == '\0')
+            continue; /* the program (done above) */
+        ElfW(Ehdr) eh;
+        if (!read_own(&eh, m->l_addr, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+            whole = false;
+            continue;
+        }
+        whole &= scan_relro_of(m->l_addr, m->l_addr + eh.e_phoff, eh.e_phnum);
+    }
+    return whole;
+}
+
+/* Scan the RELRO regions. False if some were left out. */
+static bool scan_relro(void)
+{
+    if (debug_fork_depth > 0)
+        return scan_relro_in_child();
+    dl_iterate_phdr(scan_relro_cb, NULL);
+    return true;
 }
 
 /* One line of /proc/self/maps: "start-end perms offset dev inode path". */
@@ -589,13 +657,13 @@ static void scan_maps_line(const char *line, size_t len, void *arg)
     scan_root(start, end, shared);
 }
 
-/* The roots. False if /proc/self/maps could not be read to its end. */
+/* The roots. False if some could not be listed: /proc/self/maps not read to
+ * its end, or a module's headers in a forked child (scan_relro_in_child). */
 static bool scan_roots(uintptr_t sp)
 {
     bool whole = os_for_each_line("/proc/self/maps", scratch.maps, sizeof scratch.maps,
                                   scan_maps_line, &sp);
-    dl_iterate_phdr(scan_relro_cb, NULL);
-    return whole;
+    return scan_relro() && whole;
 }
 
 /* Small blocks are read a window at a time: one process_vm_readv a block
@@ -890,8 +958,9 @@ void leak_report_at_exit(void)
         text_add(&t, gone == 1 ? " block\n" : " blocks\n");
     }
     if (!roots_whole)
-        text_add(&t, "==ebb== INCOMPLETE: /proc/self/maps could not be read whole; blocks reached "
-                     "only from the mappings it left out are counted lost\n");
+        text_add(&t, "==ebb== INCOMPLETE: not every root could be listed (/proc/self/maps not read "
+                     "whole, or a module's headers unreadable in a forked child); blocks reached "
+                     "only from those left out are counted lost\n");
     text_add(&t, "==ebb== end of leak report\n");
     text_flush(&t);
     debug_log_close(fd, opened);
