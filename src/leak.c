@@ -22,8 +22,9 @@
  *      marking) and this report's own arrays and state
  *      (they hold every block's address); for the calling thread's stack
  *      only the part above its stack pointer, with its registers spilled
- *      there first. Any aligned word that points into a span (its start or
- *      inside it) marks the block;
+ *      there first (on an alternate signal stack, only that stack's part
+ *      below the stack pointer is left out). Any aligned word that points
+ *      into a span (its start or inside it) marks the block;
  *   3. every marked block's bytes are scanned the same way (a mapped work
  *      list, so long chains need no recursion; small blocks are read a
  *      16 KiB window at a time, see scan_span);
@@ -49,6 +50,7 @@
  */
 #include <errno.h>
 #include <link.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
@@ -634,10 +636,30 @@ static bool scan_relro(void)
     return true;
 }
 
+/* The dead part of the stack the report runs on, [low, sp): left out of the
+ * roots, as stale copies of lost pointers linger there. */
+typedef struct dead_stack_s {
+    uintptr_t low, sp;
+} dead_stack_t;
+
+/* Below sp, the mapping's start; but on an alternate signal stack (exit
+ * from a handler), the alternate stack's start: it may lie in a mapping
+ * with other data (a program's .bss), which stays a root
+ * (tests/debug/leak_exit_on_altstack.c). */
+static dead_stack_t dead_stack_below(uintptr_t sp)
+{
+    dead_stack_t d = {0, sp};
+    stack_t ss;
+    if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) &&
+        sp >= (uintptr_t)ss.ss_sp && sp - (uintptr_t)ss.ss_sp < ss.ss_size)
+        d.low = (uintptr_t)ss.ss_sp;
+    return d;
+}
+
 /* One line of /proc/self/maps: "start-end perms offset dev inode path". */
 static void scan_maps_line(const char *line, size_t len, void *arg)
 {
-    uintptr_t sp = *(const uintptr_t *)arg;
+    const dead_stack_t *dead = arg;
     char head[64]; /* addresses and permissions, NUL-terminated for parse_hex */
     size_t n = len < sizeof head - 1 ? len : sizeof head - 1;
     memcpy(head, line, n);
@@ -652,8 +674,11 @@ static void scan_maps_line(const char *line, size_t len, void *arg)
     bool rw = s[0] == 'r' && s[1] == 'w', shared = s[3] == 's';
     if (!rw)
         return;
-    if (sp >= start && sp < end)
-        start = sp; /* our own stack: only the live part */
+    if (dead->sp >= start && dead->sp < end) { /* our own stack: only the live part */
+        if (dead->low > start)
+            scan_root(start, dead->low, shared);
+        start = dead->sp;
+    }
     scan_root(start, end, shared);
 }
 
@@ -661,8 +686,9 @@ static void scan_maps_line(const char *line, size_t len, void *arg)
  * its end, or a module's headers in a forked child (scan_relro_in_child). */
 static bool scan_roots(uintptr_t sp)
 {
+    dead_stack_t dead = dead_stack_below(sp);
     bool whole = os_for_each_line("/proc/self/maps", scratch.maps, sizeof scratch.maps,
-                                  scan_maps_line, &sp);
+                                  scan_maps_line, &dead);
     return scan_relro() && whole;
 }
 
