@@ -83,6 +83,7 @@ __attribute__((constructor(101))) static void process_init_at_load(void)
 {
     process_init();
     trace_unwinder_ready();
+    stats_register_quick_exit();
 }
 
 /* ---------------------------------------------------------------------------

@@ -1061,6 +1061,8 @@ void stats_summary_finish(struct ebb_heap_summary *sum);
 void stats_snapshot(struct ebb_stats *st, uint64_t *segment_live_bytes);
 /* Process start: report a bad combination of options. */
 void stats_init(void);
+/* ebb's constructor: the reports at exit run at quick_exit too, when any is on. */
+void stats_register_quick_exit(void);
 /* The scavenger: print a one-line sample to the stats output. */
 void stats_print_sample(void);
 /* Visit segments: all of them (under the segment list's lock), or the

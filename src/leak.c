@@ -6,7 +6,8 @@
  * and destructors that ran before ebb's — for a preloaded or linked ebb, after
  * the program's own and those of the libraries loaded after it. Blocks those
  * later-running destructors would free still count. A process that ends with
- * _exit, a signal or exec gets no report.
+ * _exit, a signal or exec gets no report; quick_exit runs it as an
+ * at_quick_exit handler (stats.c).
  *
  * How (a conservative mark-and-sweep, no allocation):
  *   1. every live debug block, as a span [user, user + size), in a mapped

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "debug.h"
@@ -421,7 +422,10 @@ void stats_init(void)
 /* The reports at exit (this one, then debug mode's leak report): a destructor
  * of the library, so it runs after main returns or exit() is called, after
  * the atexit handlers and the destructors of everything loaded after ebb.
- * Other threads may still be running. */
+ * Other threads may still be running. quick_exit runs no destructor: the
+ * same reports are an at_quick_exit handler too, registered by ebb's
+ * constructor (stats_register_quick_exit), so they run after the handlers
+ * the program registers later. */
 __attribute__((destructor)) static void stats_at_exit(void)
 {
     if (option_get(OPT_STATS)) {
@@ -431,4 +435,10 @@ __attribute__((destructor)) static void stats_at_exit(void)
     }
     trace_process_exiting();
     leak_report_at_exit(); /* debug mode (leak.c); last: it may end the process */
+}
+
+void stats_register_quick_exit(void)
+{
+    if (option_get(OPT_STATS) || (debug_enabled && option_get(OPT_DEBUG_LEAKS) != 0))
+        at_quick_exit(stats_at_exit);
 }

@@ -658,6 +658,26 @@ for p in path_a path_b; do
 done
 end_case
 
+# Review finding: a process leaving by quick_exit got no leak report (it runs
+# no destructor). The report is an at_quick_exit handler too, registered by
+# ebb's constructor: it runs after the program's own handlers, and
+# EBB_DEBUG_LEAK_EXITCODE applies.
+begin_case leak_report_at_quick_exit
+timeout 60 env EBB_DEBUG=1 EBB_DEBUG_LEAK_EXITCODE=23 "$D/leak_at_quick_exit" >"$TMP/qe" 2>&1
+rc=$?
+[ $rc -eq 23 ] || { fail "expected exit 23 (EBB_DEBUG_LEAK_EXITCODE), got $rc"; show "$TMP/qe"; }
+grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 77 bytes lost in 1 block$' "$TMP/qe" &&
+    grep -A1 '77 bytes in 1 block lost' "$TMP/qe" | grep -q " in allocate_victim+" ||
+    { fail "the report should list the 77-byte block from allocate_victim"; show "$TMP/qe"; }
+awk '/^program handler$/ { h = NR } /LEAK REPORT/ { r = NR } END { exit !(h && r && h < r) }' "$TMP/qe" ||
+    fail "the program's at_quick_exit handler should run before the report"
+grep -q '^==ebb== end of leak report$' "$TMP/qe" || fail "the report should end with its closing line"
+# The EBB_STATS report too, in release mode.
+timeout 60 env EBB_STATS=1 "$D/leak_at_quick_exit" >"$TMP/qs" 2>&1
+grep -q '^== ebb stats: pid [0-9]*, ebb .*, at exit ==$' "$TMP/qs" ||
+    { fail "EBB_STATS=1 should report at quick_exit"; show "$TMP/qs"; }
+end_case
+
 # Review finding: exit() from a handler on an alternate signal stack in .bss
 # left the whole mapping below the stack pointer out of the roots, the
 # program's data beside the stack included (two false leaks). Only the
