@@ -741,6 +741,15 @@ size_t os_read_file(const char *path, char *buf, size_t cap);
  * (the lines before the failure were given). */
 bool os_for_each_line(const char *path, char *buf, size_t cap,
                       void (*fn)(const char *line, size_t len, void *arg), void *arg);
+/* One line of /proc/self/maps ("start-end perms offset dev inode path"),
+ * len bytes, not NUL-terminated. */
+typedef struct os_maps_line_s {
+    uintptr_t start, end;
+    char perms[5];    /* "rw-p", NUL-terminated */
+    const char *path; /* into the line, path_len bytes; NULL if none */
+    size_t path_len;
+} os_maps_line_t;
+bool os_maps_line_parse(const char *line, size_t len, os_maps_line_t *out);
 unsigned long os_purge_calls(void);
 /* Whether `more` threads could still be created under RLIMIT_NPROC (for a
  * user it applies to: all the system's threads count, an upper bound on the

@@ -543,20 +543,6 @@ static void scan_root(uintptr_t start, uintptr_t end, bool shared)
     }
 }
 
-static uintptr_t parse_hex(const char **s)
-{
-    uintptr_t v = 0;
-    for (;; (*s)++) {
-        char c = **s;
-        if (c >= '0' && c <= '9')
-            v = v * 16 + (uintptr_t)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v = v * 16 + (uintptr_t)(c - 'a' + 10);
-        else
-            return v;
-    }
-}
-
 /* RELRO regions. dl_iterate_phdr holds the loader's module-list lock
  * around its callbacks, and a forked child inherits that lock as it was: held
  * by whichever thread of the parent was listing modules at the fork, a thread
@@ -661,20 +647,11 @@ static dead_stack_t dead_stack_below(uintptr_t sp)
 static void scan_maps_line(const char *line, size_t len, void *arg)
 {
     const dead_stack_t *dead = arg;
-    char head[64]; /* addresses and permissions, NUL-terminated for parse_hex */
-    size_t n = len < sizeof head - 1 ? len : sizeof head - 1;
-    memcpy(head, line, n);
-    head[n] = '\0';
-    const char *s = head;
-    uintptr_t start = parse_hex(&s);
-    if (*s++ != '-')
+    os_maps_line_t m;
+    if (!os_maps_line_parse(line, len, &m) || m.perms[0] != 'r' || m.perms[1] != 'w')
         return;
-    uintptr_t end = parse_hex(&s);
-    if (*s++ != ' ' || strlen(s) < 4)
-        return;
-    bool rw = s[0] == 'r' && s[1] == 'w', shared = s[3] == 's';
-    if (!rw)
-        return;
+    uintptr_t start = m.start, end = m.end;
+    bool shared = m.perms[3] == 's';
     if (dead->sp >= start && dead->sp < end) { /* our own stack: only the live part */
         if (dead->low > start)
             scan_root(start, dead->low, shared);

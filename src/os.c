@@ -127,6 +127,48 @@ size_t os_read_file(const char *path, char *buf, size_t cap)
     return got;
 }
 
+static bool hex_field(const char **p, const char *end, char stop, uintptr_t *out)
+{
+    uintptr_t v = 0;
+    const char *s = *p;
+    for (; s < end && *s != stop; s++) {
+        char c = *s;
+        if (c >= '0' && c <= '9')
+            v = v * 16 + (uintptr_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = v * 16 + (uintptr_t)(c - 'a' + 10);
+        else
+            return false;
+    }
+    if (s == end || s == *p)
+        return false;
+    *p = s + 1;
+    *out = v;
+    return true;
+}
+
+bool os_maps_line_parse(const char *line, size_t len, os_maps_line_t *out)
+{
+    const char *p = line, *end = line + len;
+    if (!hex_field(&p, end, '-', &out->start) || !hex_field(&p, end, ' ', &out->end) ||
+        end - p < 4)
+        return false;
+    memcpy(out->perms, p, 4);
+    out->perms[4] = '\0';
+    /* The path starts after the inode, at the first '/' or '[' past the
+     * permissions (offset, device and inode hold neither). */
+    out->path = NULL;
+    out->path_len = 0;
+    for (const char *s = p + 4; s < end; s++) {
+        if (*s == '/' || *s == '[') {
+            out->path = s;
+            out->path_len = (size_t)(end - s);
+            break;
+        }
+    }
+    return true;
+}
+
 bool os_for_each_line(const char *path, char *buf, size_t cap,
                       void (*fn)(const char *line, size_t len, void *arg), void *arg)
 {

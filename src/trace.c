@@ -1131,15 +1131,46 @@ void trace_registry_counts(size_t *stored, size_t *raw, size_t *traces)
 typedef struct module_s {
     uintptr_t pc;
     uintptr_t bias;
-    char path[256];
+    char path[1024]; /* a longer one is cut, and its file then not read */
     bool found;
 } module_t;
+
+/* The file mapped at m->pc, from /proc/self/maps: for a module the loader
+ * knows by a relative path (dlopen("./x.so")), which no longer names it
+ * once the program changed directory. False if no mapping has a path. */
+typedef struct maps_find_s {
+    module_t *m;
+    bool found;
+} maps_find_t;
+
+static void maps_find_line(const char *line, size_t len, void *arg)
+{
+    maps_find_t *f = arg;
+    os_maps_line_t ml;
+    if (f->found || !os_maps_line_parse(line, len, &ml) || f->m->pc < ml.start ||
+        f->m->pc >= ml.end || ml.path == NULL || ml.path[0] != '/')
+        return;
+    size_t n = ml.path_len < sizeof f->m->path - 1 ? ml.path_len : sizeof f->m->path - 1;
+    memcpy(f->m->path, ml.path, n);
+    f->m->path[n] = '\0';
+    f->found = true;
+}
+
+static bool module_path_from_maps(module_t *m)
+{
+    static char buf[8192] ebb_cold_bss; /* under the report lock */
+    maps_find_t f = {m, false};
+    os_for_each_line("/proc/self/maps", buf, sizeof buf, maps_find_line, &f);
+    return f.found;
+}
 
 /* Record the module found for m->pc: its load bias and file. */
 static void module_set(module_t *m, uintptr_t bias, const char *name)
 {
     m->bias = bias;
-    if (name && name[0]) {
+    if (name && name[0] && name[0] != '/' && module_path_from_maps(m)) {
+        /* a relative path: the mapped file's absolute one, found above */
+    } else if (name && name[0]) {
         size_t len = strlen(name);
         if (len >= sizeof m->path)
             len = sizeof m->path - 1;
@@ -1252,20 +1283,41 @@ static bool elf_function(const char *path, uintptr_t vaddr, char *name, size_t c
     return found;
 }
 
-/* addr2line for up to 64 addresses of one module: "file:line" per address
- * into lines[i] (empty when unknown). No allocation: vfork + execve and a
- * pipe; nothing at all if /usr/bin/addr2line is missing. */
+/* addr2line -f for up to 64 addresses of one module: "file:line" per
+ * address into lines[i], and the function's name from the debug info into
+ * funcs[i] (which names what no symbol table does: a library's internal
+ * functions, whose names only its separate debug info keeps); each empty when
+ * unknown. No allocation: vfork + execve and a pipe; nothing at all if
+ * /usr/bin/addr2line is missing. */
 #define ADDR2LINE "/usr/bin/addr2line"
-static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char lines[][160])
+
+/* Copy addr2line's answer s into out (cap bytes), or leave out empty when
+ * the answer is "unknown": "??", "??:0", "??:?", or a location with no file
+ * name (":?"). */
+static void answer_copy(char *out, size_t cap, const char *s)
+{
+    out[0] = '\0';
+    if (s[0] == '\0' || s[0] == ':' || strncmp(s, "??", 2) == 0)
+        return;
+    size_t len = strlen(s);
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(out, s, len);
+    out[len] = '\0';
+}
+
+static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char lines[][160],
+                       char funcs[][128])
 {
     for (int i = 0; i < n; i++)
-        lines[i][0] = '\0';
+        lines[i][0] = funcs[i][0] = '\0';
     if (n == 0 || access(ADDR2LINE, X_OK) != 0)
         return;
     char args[64][24];
-    char *argv[64 + 5];
+    char *argv[64 + 6];
     int a = 0;
     argv[a++] = (char *)ADDR2LINE;
+    argv[a++] = (char *)"-f";
     argv[a++] = (char *)"-e";
     argv[a++] = (char *)path;
     for (int i = 0; i < n && i < 64; i++) {
@@ -1304,19 +1356,17 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
     close(fds[0]);
     waitpid(pid, NULL, 0);
     buf[got] = '\0';
+    /* Two lines an address: the function, then "file:line". */
     int line = 0;
     char *s = buf;
-    while (line < n && *s) {
+    while (line < 2 * n && *s) {
         char *end = strchr(s, '\n');
         if (end)
             *end = '\0';
-        if (strncmp(s, "??", 2) != 0) {
-            size_t len = strlen(s);
-            if (len >= 160)
-                len = 159;
-            memcpy(lines[line], s, len);
-            lines[line][len] = '\0';
-        }
+        if (line % 2 == 0)
+            answer_copy(funcs[line / 2], sizeof funcs[0], s);
+        else
+            answer_copy(lines[line / 2], sizeof lines[0], s);
         line++;
         if (!end)
             break;
@@ -1347,6 +1397,7 @@ typedef struct sym_s {
     uint32_t stamp;       /* the sym_resolve call that last found or filled it */
     uintptr_t offset;     /* into the function */
     bool named;           /* name is valid */
+    bool offset_known;    /* offset is valid (the name came from a symbol table) */
     char name[128];       /* the function */
     char line[160];       /* "file:line", or empty */
 } sym_t;
@@ -1426,6 +1477,7 @@ static void sym_resolve(const uintptr_t *pcs, int n)
     static module_t mods[SYM_BATCH] ebb_cold_bss;
     static uint64_t hashes[SYM_BATCH] ebb_cold_bss;
     static char got[SYM_BATCH][160] ebb_cold_bss;
+    static char got_fn[SYM_BATCH][128] ebb_cold_bss;
     module_memo_forget();
     if (++sym_stamp == 0)
         sym_stamp = 1; /* 0 is a slot never stamped */
@@ -1461,7 +1513,7 @@ static void sym_resolve(const uintptr_t *pcs, int n)
                 }
             }
             if (mods[a].found)
-                file_lines(mods[a].path, batch, k, got);
+                file_lines(mods[a].path, batch, k, got, got_fn);
             for (int j = 0; j < k; j++) {
                 const module_t *mod = &mods[which[j]];
                 sym_t *e = sym_take_slot();
@@ -1471,6 +1523,14 @@ static void sym_resolve(const uintptr_t *pcs, int n)
                 e->stamp = sym_stamp;
                 e->named = mod->found && elf_function(mod->path, batch[j], e->name, sizeof e->name,
                                                       &e->offset);
+                e->offset_known = e->named;
+                /* A name from the debug info, where there is some: without it
+                 * (no location either) addr2line names the nearest symbol
+                 * before the address, wherever that function ends. */
+                if (!e->named && mod->found && got_fn[j][0] && got[j][0]) {
+                    memcpy(e->name, got_fn[j], sizeof e->name);
+                    e->named = true;
+                }
                 if (mod->found)
                     memcpy(e->line, got[j], sizeof e->line);
                 else
@@ -1523,8 +1583,10 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         if (e && e->named) {
             text_add(t, " in ");
             text_add(t, e->name);
-            text_add(t, "+");
-            text_add_u64(t, e->offset + 1, 0);
+            if (e->offset_known) {
+                text_add(t, "+");
+                text_add_u64(t, e->offset + 1, 0);
+            }
         }
         if (e && e->line[0]) {
             text_add(t, " at ");

@@ -658,6 +658,33 @@ for p in path_a path_b; do
 done
 end_case
 
+# Review findings on symbolization: a module the loader knows by a relative
+# path (dlopen("./x.so")) was not found once the program changed directory;
+# a function named only by separate debug info (a distribution's packages)
+# got no name; a module path of 256 characters or more was cut. The plugin
+# here is stripped, with its debug info beside it (tests/tests.mk), loaded
+# as ./libsepdebug_plugin.so from its directory: the build's, then a copy in
+# a directory whose path is over 300 characters long.
+begin_case reports_name_functions_of_a_plugin_loaded_by_a_relative_path
+long="$TMP/$(printf 'd%.0s' {1..60})/$(printf 'e%.0s' {1..60})/$(printf 'f%.0s' {1..60})/$(printf 'g%.0s' {1..60})/$(printf 'h%.0s' {1..60})"
+mkdir -p "$long" && cp "$BUILD/tests/libsepdebug_plugin.so" "$BUILD/tests/libsepdebug_plugin.so.debug" "$long/"
+for dir in "$BUILD/tests" "$long"; do
+    { timeout 60 env EBB_DEBUG=1 "$D/plugin_by_relative_path" "$dir" >"$TMP/rel.out" 2>"$TMP/rel.err"; } 2>/dev/null
+    rc=$?
+    [ $rc -eq 134 ] || { fail "${#dir}-character directory: expected SIGABRT (134), got $rc"; show "$TMP/rel.err"; continue; }
+    awk '/^  allocated at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/rel.err" >"$TMP/rel.alloc"
+    head -n 1 "$TMP/rel.alloc" | grep -q " ($dir/libsepdebug_plugin.so)$" ||
+        { fail "${#dir}-character directory: the first frame should give the plugin's absolute path"; show "$TMP/rel.err"; }
+    sed -n 2p "$TMP/rel.alloc" | grep -q " in plugin_allocate+" ||
+        fail "the second frame should name plugin_allocate (the plugin's symbols): $(sed -n 2p "$TMP/rel.alloc")"
+    if [ -x /usr/bin/addr2line ]; then
+        head -n 1 "$TMP/rel.alloc" | grep -q " in hidden_allocate at .*tests/sepdebug_plugin.c:[0-9]* " ||
+            fail "the first frame should have its name and file:line from the separate debug info: $(head -n 1 "$TMP/rel.alloc")"
+    fi
+    grep -q ":? \|at :" "$TMP/rel.err" && fail "no frame should print an unknown location: $(grep -m1 ':? \|at :' "$TMP/rel.err")"
+done
+end_case
+
 # Review finding: a process leaving by quick_exit got no leak report (it runs
 # no destructor). The report is an at_quick_exit handler too, registered by
 # ebb's constructor: it runs after the program's own handlers, and

@@ -136,7 +136,8 @@ FAULT_CFLAGS := $(TEST_CFLAGS) -O1 -Wno-free-nonheap-object -Wno-use-after-free 
                 -Wno-array-bounds -Wno-stringop-overflow -Wno-mismatched-dealloc
 test-build: $(FAULT_PROGS) $(TEST_DIR)/test_debug $(TEST_DIR)/test_unwind \
             $(TEST_DIR)/libunwind_plugin_big.so $(TEST_DIR)/libunwind_plugin_small.so \
-            $(TEST_DIR)/libreport_plugin_a.so $(TEST_DIR)/libreport_plugin_b.so
+            $(TEST_DIR)/libreport_plugin_a.so $(TEST_DIR)/libreport_plugin_b.so \
+            $(TEST_DIR)/libsepdebug_plugin.so
 
 $(TEST_DIR)/debug/%: tests/debug/%.c tests/debug/fault.h $(TEST_HDRS) $(BUILD)/libebb.so
 	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
@@ -157,6 +158,14 @@ $(TEST_DIR)/libreport_plugin_a.so: tests/report_plugin.c
 
 $(TEST_DIR)/libreport_plugin_b.so: tests/report_plugin.c
 	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) -shared -fPIC -DSECOND $< -o $@)
+
+# A plugin with its debug info in a separate file and no symbol table
+# (tests/debug/plugin_by_relative_path.c): built with -g, the debug info
+# copied out, everything stripped, and a .gnu_debuglink to the copy.
+$(TEST_DIR)/libsepdebug_plugin.so: tests/sepdebug_plugin.c
+	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) -shared -fPIC $< -o $@ && \
+	    objcopy --only-keep-debug $@ $@.debug && strip --strip-all $@ && \
+	    objcopy --add-gnu-debuglink=$@.debug $@)
 
 # Static: trace_crosscheck is internal to the library.
 $(TEST_DIR)/test_unwind: tests/test_unwind.c $(TEST_HDRS) $(BUILD)/libebb.a
