@@ -212,7 +212,9 @@ struct ebb_stats {
 };
 
 /* Fill *stats. The caller sets stats->version = EBB_STATS_VERSION first.
- * Returns 0, or -1 with errno = EINVAL if stats is NULL or its version is 0.
+ * Returns 0, or -1 with errno = EINVAL if stats is NULL or its version is 0,
+ * or EDEADLK when called from a signal handler that interrupted ebb's purge
+ * pass in the same thread (the snapshot would wait for that pass for ever).
  * Takes a few short locks (and waits for a purge pass in progress, so that it
  * never sees one half-done) and reads every segment's page descriptors
  * (microseconds per segment); it never allocates. */
@@ -284,7 +286,8 @@ typedef void (*ebb_block_visit_fn)(void *block, size_t usable_size, void *arg);
  * In debug mode, on_block gets the program's pointer and requested size, and
  * blocks waiting in the quarantine are not visited (the summaries count them
  * as live: ebb still holds them).
- * Returns 0, or -1 with errno = EINVAL if both callbacks are NULL. */
+ * Returns 0, or -1 with errno = EINVAL if both callbacks are NULL, or EDEADLK
+ * from a signal handler inside ebb's purge pass (as ebb_stats_get). */
 EBB_API int ebb_heap_walk(ebb_heap_visit_fn on_heap, ebb_block_visit_fn on_block, void *arg);
 
 /* ---------------------------------------------------------------------------
@@ -302,7 +305,8 @@ EBB_API void ebb_debug_set_context(const char *name);
  * reported like any fault (and aborts, unless EBB_DEBUG_ON_ERROR=continue).
  * Returns the number of problems found. Exact when other threads are
  * quiescent; a thread busy inside an allocator call at that moment has its
- * heap skipped. Outside debug mode, checks nothing and returns 0. */
+ * heap skipped. Outside debug mode, or from a signal handler inside ebb's
+ * purge pass (as ebb_stats_get), checks nothing and returns 0. */
 EBB_API size_t ebb_debug_verify(void);
 
 #ifdef __cplusplus

@@ -2263,7 +2263,10 @@ EBB_API size_t ebb_debug_verify(void)
         return 0;
     DEBUG_ENTER();
     verify_t v = {0};
-    purge_exclusive_begin();
+    if (!purge_exclusive_begin()) { /* called from a handler inside ebb's pass */
+        DEBUG_LEAVE();
+        return 0;
+    }
     heap_for_each(verify_heap, &v, true);
     segment_for_each_abandoned(verify_abandoned, &v);
     huge_for_each_live(verify_huge, &v);

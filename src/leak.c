@@ -833,6 +833,17 @@ static void print_groups(text_t *t, group_t *g, size_t n, bool marked, bool inhe
     }
 }
 
+/* A one-line report instead of the leak report. */
+static void leak_report_message(const char *msg)
+{
+    debug_report_lock();
+    bool opened;
+    int fd = debug_log_open(&opened);
+    os_write_fd(fd, msg, strlen(msg));
+    debug_log_close(fd, opened);
+    debug_report_unlock();
+}
+
 void leak_report_at_exit(void)
 {
     long mode = option_get(OPT_DEBUG_LEAKS);
@@ -843,7 +854,11 @@ void leak_report_at_exit(void)
     __builtin_unwind_init(); /* callee-saved registers onto our stack */
     volatile uintptr_t sp_anchor = 0;
     uintptr_t sp = (uintptr_t)&sp_anchor;
-    purge_exclusive_begin();
+    if (!purge_exclusive_begin()) {
+        leak_report_message("==ebb== LEAK REPORT skipped: the process is exiting from a signal "
+                            "handler that interrupted ebb's purge pass\n");
+        return;
+    }
     debug_quarantine_hold(true);
     memset(&lk, 0, sizeof lk);
     lk.pid = getpid();
@@ -859,13 +874,7 @@ void leak_report_at_exit(void)
     if (mem == NULL) {
         debug_quarantine_hold(false);
         purge_exclusive_end();
-        static const char msg[] = "==ebb== no memory for the leak report\n";
-        debug_report_lock();
-        bool opened;
-        int fd = debug_log_open(&opened);
-        os_write_fd(fd, msg, sizeof msg - 1);
-        debug_log_close(fd, opened);
-        debug_report_unlock();
+        leak_report_message("==ebb== no memory for the leak report\n");
         return;
     }
     lk.spans = (span_t *)mem;

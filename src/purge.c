@@ -91,6 +91,26 @@ static lock_t purge_lock = LOCK_INIT; /* the purge list, purge_listed, purge_bus
 static segment_t *purge_first;
 
 static lock_t pass_lock = LOCK_INIT; /* one pass at a time */
+/* The thread holding pass_lock for a pass or an exclusion (thread_id_self),
+ * 0 if none: a signal handler that runs in that thread, in the middle of
+ * it, must not wait for the lock (purge_exclusive_begin). Written by the
+ * holder only; relaxed: the holder compares it with its own id, which no
+ * other thread stores there. */
+static atomic_uintptr_t pass_owner;
+
+static void pass_take(void)
+{
+    lock_acquire(&pass_lock);
+    atomic_store_explicit(&pass_owner, thread_id_self(), memory_order_relaxed);
+}
+
+static bool pass_try_take(void)
+{
+    if (!lock_try_acquire(&pass_lock))
+        return false;
+    atomic_store_explicit(&pass_owner, thread_id_self(), memory_order_relaxed);
+    return true;
+}
 
 /* Once the lock is dropped, the blocks the pass took out of debug mode's
  * quarantine leave it: a write after free found there is reported, and a
@@ -98,6 +118,7 @@ static lock_t pass_lock = LOCK_INIT; /* one pass at a time */
  * debug_quarantine_after_pass). */
 static void pass_drop(void)
 {
+    atomic_store_explicit(&pass_owner, 0, memory_order_relaxed);
     lock_release(&pass_lock);
     if (debug_enabled)
         debug_quarantine_after_pass();
@@ -381,16 +402,19 @@ static bool purge_pass_locked(bool force)
 
 void purge_run(bool force)
 {
-    lock_acquire(&pass_lock);
+    pass_take();
     purge_pass_locked(force);
     if (force)
         purge_pass_locked(true); /* what the first pass freed (pages → slices) */
     pass_drop();
 }
 
-void purge_exclusive_begin(void)
+bool purge_exclusive_begin(void)
 {
-    lock_acquire(&pass_lock);
+    if (atomic_load_explicit(&pass_owner, memory_order_relaxed) == thread_id_self())
+        return false; /* a handler interrupted this thread's own pass */
+    pass_take();
+    return true;
 }
 
 void purge_exclusive_end(void)
@@ -477,7 +501,7 @@ static void *scavenger_main(void *arg)
         for (;;) {
             long delay = purge_delay_ms();
             os_sleep_ms(delay > 0 ? delay : 1);
-            lock_acquire(&pass_lock);
+            pass_take();
             bool pending = purge_pass_locked(false);
             pass_drop();
             next_sample = sample_if_due(next_sample, interval);
@@ -576,7 +600,7 @@ void purge_poll(bool may_start)
     uint64_t now = os_now_ms();
     if (now < atomic_load_explicit(&next_inline_pass_ms, memory_order_relaxed))
         return;
-    if (!lock_try_acquire(&pass_lock))
+    if (!pass_try_take())
         return; /* another thread is in a pass */
     long delay = purge_delay_ms();
     atomic_store_explicit(&next_inline_pass_ms, now + (uint64_t)(delay > 0 ? delay : 1),

@@ -158,11 +158,16 @@ static void tally_segment_cb(segment_t *seg, void *arg)
 /* Under the purge exclusion: a pass moves blocks between lists and counts
  * (collecting remote frees, taking pages of idle heaps) in steps that a
  * snapshot must not see half-done, or it could not be exact when the
- * program's threads are quiescent. */
-static void stats_fill(struct ebb_stats *st, struct ebb_heap_summary *sum)
+ * program's threads are quiescent. False, with everything 0, when called
+ * from a signal handler that interrupted the calling thread's own pass
+ * (purge_exclusive_begin). */
+static bool stats_fill(struct ebb_stats *st, struct ebb_heap_summary *sum)
 {
     memset(sum, 0, sizeof *sum);
-    purge_exclusive_begin();
+    if (!purge_exclusive_begin()) {
+        *st = (struct ebb_stats){0};
+        return false;
+    }
     segment_for_each(tally_segment_cb, sum);
     huge_counts_t huge;
     huge_counts(&huge);
@@ -215,6 +220,7 @@ static void stats_fill(struct ebb_stats *st, struct ebb_heap_summary *sum)
         st->debug_traces = traces;
         st->debug_trace_table_bytes = trace_table_bytes();
     }
+    return true;
 }
 
 EBB_API int ebb_stats_get(struct ebb_stats *stats)
@@ -226,7 +232,10 @@ EBB_API int ebb_stats_get(struct ebb_stats *stats)
     uint32_t version = stats->version < EBB_STATS_VERSION ? stats->version : EBB_STATS_VERSION;
     struct ebb_stats st;
     struct ebb_heap_summary sum;
-    stats_fill(&st, &sum);
+    if (!stats_fill(&st, &sum)) {
+        errno = EDEADLK; /* a handler inside this thread's own purge pass */
+        return -1;
+    }
     st.version = version;
     /* Only the fields of the caller's version: its struct may be shorter. */
     st.size = version >= 3   ? (uint32_t)sizeof st
@@ -242,7 +251,7 @@ EBB_API int ebb_stats_get(struct ebb_stats *stats)
 void stats_snapshot(struct ebb_stats *st, uint64_t *segment_live_bytes)
 {
     struct ebb_heap_summary sum;
-    stats_fill(st, &sum);
+    (void)stats_fill(st, &sum); /* all 0 from a handler inside ebb's pass */
     *segment_live_bytes = sum.live_bytes;
 }
 
@@ -305,7 +314,18 @@ static void stats_report(int fd, const char *when)
 {
     struct ebb_stats st;
     struct ebb_heap_summary sum;
-    stats_fill(&st, &sum);
+    if (!stats_fill(&st, &sum)) {
+        text_t t;
+        text_init(&t, fd);
+        text_add(&t, "== ebb stats: pid ");
+        text_add_u64(&t, (uint64_t)os_getpid(), 0);
+        text_add(&t, ", ");
+        text_add(&t, when);
+        text_add(&t, ": skipped, the process is exiting from a signal handler that interrupted "
+                     "ebb's purge pass ==\n");
+        text_flush(&t);
+        return;
+    }
     static struct ebb_heap_summary total ebb_cold_bss; /* too big for a small thread stack */
     memset(&total, 0, sizeof total);
     ebb_heap_walk(capture_total, NULL, &total);
@@ -380,7 +400,8 @@ void stats_print_sample(void)
 {
     struct ebb_stats st;
     struct ebb_heap_summary sum;
-    stats_fill(&st, &sum);
+    if (!stats_fill(&st, &sum))
+        return; /* never in the scavenger, which takes no signal */
     int fd = stats_open_output();
     text_t t;
     text_init(&t, fd);

@@ -169,7 +169,10 @@ EBB_API int ebb_heap_walk(ebb_heap_visit_fn on_heap, ebb_block_visit_fn on_block
     /* Static: the summary is 3 KiB, too much for a small thread stack; the
      * purge exclusion makes walks one at a time. */
     static walk_t w ebb_cold_bss;
-    purge_exclusive_begin();
+    if (!purge_exclusive_begin()) {
+        errno = EDEADLK; /* a handler inside this thread's own purge pass */
+        return -1;
+    }
     w = (walk_t){.on_heap = on_heap, .on_block = on_block, .arg = arg, .all_exact = true};
 
     heap_for_each(walk_heap, &w, on_block != NULL);

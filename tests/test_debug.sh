@@ -658,6 +658,35 @@ for p in path_a path_b; do
 done
 end_case
 
+# Review finding: exit() from a signal handler that interrupted ebb's own
+# purge pass in the same thread hung: the reports at exit wait for the pass
+# to end. strace raises SIGUSR1 at each madvise (the pass's purges); the
+# program's handler exits when that came from malloc_trim's pass
+# (tests/debug/exit_in_handler_during_pass.c). Each report now says it was
+# skipped, and the process exits.
+begin_case exit_from_a_handler_inside_the_purge_pass
+if ! command -v strace >/dev/null; then
+    fail "strace is not installed (.ci/run installs it)"
+else
+    for run in "EBB_STATS=1" "EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=0"; do
+        # shellcheck disable=SC2086  # run is a list of assignments
+        timeout 30 strace -f -o /dev/null -e trace=madvise -e inject=madvise:signal=USR1 \
+            env $run LD_PRELOAD="$BUILD/libebb.so" "$D/exit_in_handler_during_pass" \
+            >"$TMP/eh.out" 2>"$TMP/eh.err"
+        rc=$?
+        [ $rc -eq 0 ] || { fail "$run: expected exit 0, got $rc (124: hung)"; show "$TMP/eh.err"; continue; }
+        grep -q "^exit from the handler$" "$TMP/eh.out" ||
+            { fail "$run: the handler should have run during the trim's pass"; show "$TMP/eh.out"; continue; }
+        if [ "$run" = EBB_STATS=1 ]; then
+            want="^== ebb stats: pid [0-9]*, at exit: skipped, the process is exiting from a signal handler that interrupted ebb's purge pass ==$"
+        else
+            want="^==ebb== LEAK REPORT skipped: the process is exiting from a signal handler that interrupted ebb's purge pass$"
+        fi
+        grep -q "$want" "$TMP/eh.err" || { fail "$run: expected the report's skipped line"; show "$TMP/eh.err"; }
+    done
+fi
+end_case
+
 # Review findings on symbolization: a module the loader knows by a relative
 # path (dlopen("./x.so")) was not found once the program changed directory;
 # a function named only by separate debug info (a distribution's packages)
