@@ -735,12 +735,18 @@ bool os_thread_alive(int tid);
 int os_peek_byte(const void *p, uint8_t *out);
 /* Read up to cap bytes of a file; returns the count (0 on any error). */
 size_t os_read_file(const char *path, char *buf, size_t cap);
-/* Call fn for each line of a file of any length (the newline left out),
- * reading it through buf, cap bytes: a line longer than that is given cut
- * to cap bytes. False if the file could not be opened or a read failed
- * (the lines before the failure were given). */
-bool os_for_each_line(const char *path, char *buf, size_t cap,
-                      void (*fn)(const char *line, size_t len, void *arg), void *arg);
+/* Call fn for each record of a file of any length, records ending with
+ * `sep` ('\n': lines; '\0': /proc/self/environ's entries), the separator
+ * left out, reading it through buf, cap bytes: a record longer than that is
+ * given cut to cap bytes. False if the file could not be opened or a read
+ * failed (the records before the failure were given). */
+bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
+                        void (*fn)(const char *rec, size_t len, void *arg), void *arg);
+static inline bool os_for_each_line(const char *path, char *buf, size_t cap,
+                                    void (*fn)(const char *line, size_t len, void *arg), void *arg)
+{
+    return os_for_each_record(path, '\n', buf, cap, fn, arg);
+}
 /* One line of /proc/self/maps ("start-end perms offset dev inode path"),
  * len bytes, not NUL-terminated. */
 typedef struct os_maps_line_s {

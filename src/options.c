@@ -123,6 +123,25 @@ static void options_consider(const char *entry)
     text_flush(&t);
 }
 
+/* The kernel's copy of the environment is read this much at a time; an
+ * entry longer than that is cut (option texts hold 8 KiB in all anyway). */
+#define ENV_PIECE 8192
+
+/* One entry of /proc/self/environ, len bytes: an EBB_ one is copied and
+ * NUL-terminated for the parser. */
+static void options_consider_record(const char *rec, size_t len, void *arg)
+{
+    (void)arg;
+    static char entry[ENV_PIECE + 1] ebb_cold_bss; /* one caller, before any thread */
+    if (len < 4 || memcmp(rec, "EBB_", 4) != 0)
+        return;
+    if (len >= sizeof entry)
+        len = sizeof entry - 1;
+    memcpy(entry, rec, len);
+    entry[len] = '\0';
+    options_consider(entry);
+}
+
 void options_init(void)
 {
     option_text_used = 0;
@@ -136,12 +155,9 @@ void options_init(void)
             options_consider(*e);
         return;
     }
-    /* Too early for the C library's environ: read the kernel's copy. */
-    static char env_copy[32768] ebb_cold_bss;
-    size_t n = os_read_file("/proc/self/environ", env_copy, sizeof env_copy - 1);
-    env_copy[n] = '\0';
-    for (size_t i = 0; i < n;) {
-        options_consider(&env_copy[i]);
-        i += strlen(&env_copy[i]) + 1;
-    }
+    /* Too early for the C library's environ: read the kernel's copy, an
+     * entry at a time, however long the environment. */
+    static char env_piece[ENV_PIECE] ebb_cold_bss;
+    os_for_each_record("/proc/self/environ", '\0', env_piece, sizeof env_piece,
+                       options_consider_record, NULL);
 }

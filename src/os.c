@@ -169,8 +169,8 @@ bool os_maps_line_parse(const char *line, size_t len, os_maps_line_t *out)
     return true;
 }
 
-bool os_for_each_line(const char *path, char *buf, size_t cap,
-                      void (*fn)(const char *line, size_t len, void *arg), void *arg)
+bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
+                        void (*fn)(const char *rec, size_t len, void *arg), void *arg)
 {
     int saved = errno;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -191,7 +191,7 @@ bool os_for_each_line(const char *path, char *buf, size_t cap,
             break;
         size_t end = held + (size_t)r, from = 0;
         for (size_t i = held; i < end; i++) {
-            if (buf[i] != '\n')
+            if (buf[i] != sep)
                 continue;
             if (!cut)
                 fn(buf + from, i - from, arg);

@@ -1,0 +1,175 @@
+/*
+ * test_os.c — the OS layer's readers of /proc-style files (src/os.c):
+ * os_for_each_record, which the leak report (/proc/self/maps), the
+ * symbolizer and the early options reader (/proc/self/environ) use to read
+ * files of any length through a small buffer, and os_maps_line_parse.
+ *
+ * Linked with build/libebb.a (both are internal to the library).
+ */
+#include "check.h"
+
+#include <string.h>
+#include <unistd.h>
+
+/* src/internal.h (internal to the library; reachable from the archive). */
+bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
+                        void (*fn)(const char *rec, size_t len, void *arg), void *arg);
+typedef struct os_maps_line_s {
+    uintptr_t start, end;
+    char perms[5];
+    const char *path;
+    size_t path_len;
+} os_maps_line_t;
+bool os_maps_line_parse(const char *line, size_t len, os_maps_line_t *out);
+
+#define MAX_RECORDS 20000
+
+typedef struct seen_s {
+    size_t count;
+    size_t len[MAX_RECORDS];
+    char first[MAX_RECORDS]; /* each record's first byte */
+    bool intact[MAX_RECORDS]; /* its bytes are what the writer wrote */
+} seen_t;
+
+static seen_t seen;
+
+/* Record i is `len_of(i)` bytes of the letter 'a' + i % 26. */
+static size_t len_of(size_t i)
+{
+    return 1 + (i * 7919) % 300;
+}
+
+static void note(const char *rec, size_t len, void *arg)
+{
+    seen_t *s = arg;
+    if (s->count == MAX_RECORDS)
+        return;
+    size_t i = s->count++;
+    s->len[i] = len;
+    s->first[i] = len ? rec[0] : 0;
+    bool same = true;
+    for (size_t k = 1; k < len; k++)
+        same &= rec[k] == rec[0];
+    s->intact[i] = same;
+}
+
+/* Write `n` records separated by `sep` (with a last separator or not) into
+ * a temporary file; its path into `path`. */
+static bool write_records(char *path, size_t n, char sep, bool last_sep)
+{
+    strcpy(path, "/tmp/ebb-test-os.XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return false;
+    static char rec[512];
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        size_t len = len_of(i);
+        memset(rec, 'a' + (int)(i % 26), len);
+        rec[len] = sep;
+        ok = write(fd, rec, len + (i + 1 < n || last_sep)) == (ssize_t)(len + (i + 1 < n || last_sep));
+    }
+    close(fd);
+    return ok;
+}
+
+static void check_records(size_t n, const char *what)
+{
+    CHECK(seen.count == n, "%s: %zu records given, %zu written", what, seen.count, n);
+    size_t bad = 0;
+    for (size_t i = 0; i < seen.count && i < n; i++)
+        bad += seen.len[i] != len_of(i) || seen.first[i] != 'a' + (int)(i % 26) || !seen.intact[i];
+    CHECK(bad == 0, "%s: %zu records differ from what was written", what, bad);
+}
+
+static void lines_of_a_file_much_longer_than_the_buffer_all_arrive(void)
+{
+    char path[64];
+    REQUIRE(write_records(path, 10000, '\n', true), "could not write the file");
+    static char buf[1024];
+    memset(&seen, 0, sizeof seen);
+    bool ok = os_for_each_record(path, '\n', buf, sizeof buf, note, &seen);
+    unlink(path);
+    CHECK(ok, "reading the file should succeed");
+    check_records(10000, "10,000 lines of 1..300 bytes through 1 KiB");
+}
+
+static void a_last_record_without_its_separator_is_given(void)
+{
+    char path[64];
+    REQUIRE(write_records(path, 500, '\0', false), "could not write the file");
+    static char buf[700];
+    memset(&seen, 0, sizeof seen);
+    bool ok = os_for_each_record(path, '\0', buf, sizeof buf, note, &seen);
+    unlink(path);
+    CHECK(ok, "reading the file should succeed");
+    check_records(500, "500 NUL-separated records, the last unterminated");
+}
+
+static void a_record_longer_than_the_buffer_is_given_once_cut(void)
+{
+    char path[64] = "/tmp/ebb-test-os.XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0, "mkstemp failed");
+    static char text[6000];
+    memset(text, 'x', 5000);
+    text[5000] = '\n';
+    memcpy(text + 5001, "short\nlast\n", 11);
+    bool written = write(fd, text, 5012) == 5012;
+    close(fd);
+    REQUIRE(written, "could not write the file");
+    static char buf[1024];
+    memset(&seen, 0, sizeof seen);
+    bool ok = os_for_each_record(path, '\n', buf, sizeof buf, note, &seen);
+    unlink(path);
+    CHECK(ok, "reading the file should succeed");
+    CHECK(seen.count == 3, "three records: the long one once, cut, then two; got %zu", seen.count);
+    CHECK(seen.len[0] == sizeof buf && seen.first[0] == 'x' && seen.intact[0],
+          "the long record comes cut to the buffer (%zu bytes of x); got %zu bytes of %c",
+          sizeof buf, seen.len[0], seen.first[0]);
+    CHECK(seen.len[1] == 5 && seen.first[1] == 's', "then \"short\"; got %zu bytes of %c", seen.len[1],
+          seen.first[1]);
+    CHECK(seen.len[2] == 4 && seen.first[2] == 'l', "then \"last\"; got %zu bytes of %c", seen.len[2],
+          seen.first[2]);
+}
+
+static void a_missing_file_is_false_and_gives_nothing(void)
+{
+    static char buf[64];
+    memset(&seen, 0, sizeof seen);
+    errno = 1234;
+    bool ok = os_for_each_record("/nonexistent/ebb-test", '\n', buf, sizeof buf, note, &seen);
+    CHECK(!ok && seen.count == 0, "a missing file: false and no record (got %d, %zu)", ok, seen.count);
+    CHECK(errno == 1234, "errno should be left as it was (1234); it is %d", errno);
+}
+
+static void maps_lines_parse_with_and_without_a_path(void)
+{
+    static const char with[] = "7f2b1c000000-7f2b1c021000 rw-p 00000000 00:00 0 \t  /usr/lib/x.so";
+    static const char anon[] = "55d4c8a00000-55d4c8a21000 r--s 00001000 08:01 1234";
+    static const char stack[] = "7ffd0e000000-7ffd0e021000 rw-p 00000000 00:00 0      [stack]";
+    os_maps_line_t m;
+    REQUIRE(os_maps_line_parse(with, strlen(with), &m), "a line with a path should parse");
+    CHECK(m.start == 0x7f2b1c000000 && m.end == 0x7f2b1c021000, "addresses %#lx-%#lx",
+          (unsigned long)m.start, (unsigned long)m.end);
+    CHECK(strcmp(m.perms, "rw-p") == 0, "permissions \"%s\"", m.perms);
+    CHECK(m.path && m.path_len == 13 && memcmp(m.path, "/usr/lib/x.so", 13) == 0,
+          "path \"%.*s\"", (int)m.path_len, m.path ? m.path : "");
+    REQUIRE(os_maps_line_parse(anon, strlen(anon), &m), "a line without a path should parse");
+    CHECK(m.path == NULL && strcmp(m.perms, "r--s") == 0, "no path, permissions r--s (\"%s\")", m.perms);
+    REQUIRE(os_maps_line_parse(stack, strlen(stack), &m), "the stack's line should parse");
+    CHECK(m.path && m.path_len == 7 && memcmp(m.path, "[stack]", 7) == 0, "[stack] as its path");
+    CHECK(!os_maps_line_parse("garbage", 7, &m), "garbage should not parse");
+    CHECK(!os_maps_line_parse("7f00-", 5, &m), "a cut line should not parse");
+    CHECK(!os_maps_line_parse(with, 20, &m), "a line cut inside its addresses should not parse");
+}
+
+int main(void)
+{
+    RUN_CASE(lines_of_a_file_much_longer_than_the_buffer_all_arrive);
+    RUN_CASE(a_last_record_without_its_separator_is_given);
+    RUN_CASE(a_record_longer_than_the_buffer_is_given_once_cut);
+    RUN_CASE(a_missing_file_is_false_and_gives_nothing);
+    RUN_CASE(maps_lines_parse_with_and_without_a_path);
+    return check_finish();
+}
