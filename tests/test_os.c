@@ -82,28 +82,27 @@ static void check_records(size_t n, const char *what)
     CHECK(bad == 0, "%s: %zu records differ from what was written", what, bad);
 }
 
-static void lines_of_a_file_much_longer_than_the_buffer_all_arrive(void)
+/* Write n records, read them back through a buffer of cap bytes, compare. */
+static void round_trip(size_t n, char sep, bool last_sep, size_t cap, const char *what)
 {
     char path[64];
-    REQUIRE(write_records(path, 10000, '\n', true), "could not write the file");
-    static char buf[1024];
+    REQUIRE(write_records(path, n, sep, last_sep), "%s: could not write the file", what);
+    static char buf[4096];
     memset(&seen, 0, sizeof seen);
-    bool ok = os_for_each_record(path, '\n', buf, sizeof buf, note, &seen);
+    bool ok = os_for_each_record(path, sep, buf, cap, note, &seen);
     unlink(path);
-    CHECK(ok, "reading the file should succeed");
-    check_records(10000, "10,000 lines of 1..300 bytes through 1 KiB");
+    CHECK(ok, "%s: reading the file should succeed", what);
+    check_records(n, what);
+}
+
+static void lines_of_a_file_much_longer_than_the_buffer_all_arrive(void)
+{
+    round_trip(10000, '\n', true, 1024, "10,000 lines of 1..300 bytes through 1 KiB");
 }
 
 static void a_last_record_without_its_separator_is_given(void)
 {
-    char path[64];
-    REQUIRE(write_records(path, 500, '\0', false), "could not write the file");
-    static char buf[700];
-    memset(&seen, 0, sizeof seen);
-    bool ok = os_for_each_record(path, '\0', buf, sizeof buf, note, &seen);
-    unlink(path);
-    CHECK(ok, "reading the file should succeed");
-    check_records(500, "500 NUL-separated records, the last unterminated");
+    round_trip(500, '\0', false, 700, "500 NUL-separated records, the last unterminated");
 }
 
 static void a_record_longer_than_the_buffer_is_given_once_cut(void)

@@ -252,27 +252,27 @@ static void bad_arguments_get_einval(void)
     later.version = EBB_STATS_VERSION + 5;
     CHECK(ebb_stats_get(&later) == 0 && later.version == EBB_STATS_VERSION,
           "a later version asks for what exists: version %u", later.version);
-    /* A caller built against version 1 gets version 1's fields and not one
-     * byte more (its struct ends where version 2's fields begin). */
-    struct ebb_stats v1;
-    memset(&v1, 0x77, sizeof v1);
-    v1.version = 1;
-    size_t v1_size = offsetof(struct ebb_stats, debug_reuse_bytes);
-    CHECK(ebb_stats_get(&v1) == 0 && v1.version == 1 && v1.size == v1_size,
-          "version 1: version %u size %u, expected 1 and %zu", v1.version, v1.size, v1_size);
-    const unsigned char *tail = (const unsigned char *)&v1 + v1_size;
-    for (size_t i = 0; i < sizeof v1 - v1_size; i++)
-        CHECK(tail[i] == 0x77, "version 1: byte %zu past its struct was written", v1_size + i);
-    /* The same for version 2, whose struct ends before debug_trace_table_bytes. */
-    struct ebb_stats v2;
-    memset(&v2, 0x77, sizeof v2);
-    v2.version = 2;
-    size_t v2_size = offsetof(struct ebb_stats, debug_trace_table_bytes);
-    CHECK(ebb_stats_get(&v2) == 0 && v2.version == 2 && v2.size == v2_size,
-          "version 2: version %u size %u, expected 2 and %zu", v2.version, v2.size, v2_size);
-    tail = (const unsigned char *)&v2 + v2_size;
-    for (size_t i = 0; i < sizeof v2 - v2_size; i++)
-        CHECK(tail[i] == 0x77, "version 2: byte %zu past its struct was written", v2_size + i);
+    /* A caller built against an earlier version gets that version's fields
+     * and not one byte more (its struct ends where the next version's
+     * fields begin). */
+    const struct {
+        uint32_t version;
+        size_t size;
+    } earlier[] = {{1, offsetof(struct ebb_stats, debug_reuse_bytes)},
+                   {2, offsetof(struct ebb_stats, debug_trace_table_bytes)}};
+    for (size_t k = 0; k < sizeof earlier / sizeof earlier[0]; k++) {
+        struct ebb_stats old;
+        memset(&old, 0x77, sizeof old);
+        old.version = earlier[k].version;
+        CHECK(ebb_stats_get(&old) == 0 && old.version == earlier[k].version &&
+                  old.size == earlier[k].size,
+              "version %u: version %u size %u, expected %u and %zu", earlier[k].version,
+              old.version, old.size, earlier[k].version, earlier[k].size);
+        const unsigned char *tail = (const unsigned char *)&old + earlier[k].size;
+        for (size_t i = 0; i < sizeof old - earlier[k].size; i++)
+            CHECK(tail[i] == 0x77, "version %u: byte %zu past its struct was written",
+                  earlier[k].version, earlier[k].size + i);
+    }
 }
 
 /* live_bytes counts size-class-rounded blocks: malloc_usable_size of each. */
