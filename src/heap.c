@@ -17,6 +17,7 @@
  */
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 
 #include "internal.h"
@@ -230,15 +231,21 @@ static bool heap_owner_gone(const heap_t *heap)
 void heaps_of_dead_thread_hand_back(uintptr_t thread_id)
 {
     lock_acquire(&heap_pool_lock);
-    heap_t *h = *heap_id_bucket(thread_id);
-    while (h != NULL) {
-        if (h->thread_id != thread_id) {
-            h = h->id_next;
+    for (heap_t *h = *heap_id_bucket(thread_id), *next; h != NULL; h = next) {
+        next = h->id_next; /* a hand-back unlinks h alone */
+        if (h->thread_id != thread_id)
             continue;
-        }
         lock_acquire(&h->lock);
-        heap_hand_back_held(h); /* unlinks h from the bucket: start again */
-        h = *heap_id_bucket(thread_id);
+        /* busy NULL: the heap of this very thread in heap_thread_done, which
+         * a signal handler interrupted after it let the lock go and before
+         * it put the heap back (it still carries the id until then). That
+         * one is heap_thread_done's to put back; taking it here gave the
+         * handler's malloc the same heap, and the pool held it twice
+         * (review finding). */
+        if (h->busy != NULL)
+            heap_hand_back_held(h);
+        else
+            lock_release(&h->lock);
     }
     lock_release(&heap_pool_lock);
 }
@@ -296,6 +303,13 @@ void heap_inject_exit_pause(long ms)
     atomic_store(&exit_pause_ms, ms);
 }
 
+static atomic_int exit_signal; /* tests: raised between the heap's lock and the pool's */
+
+void heap_inject_exit_signal(int sig)
+{
+    atomic_store(&exit_signal, sig);
+}
+
 static void heap_thread_done(void *arg)
 {
     heap_t *heap = arg;
@@ -317,6 +331,9 @@ static void heap_thread_done(void *arg)
      * (and this destructor again in the next round). */
     tls.heap = &heap_empty;
     tls_debug_heap = NULL;
+    int sig = atomic_load_explicit(&exit_signal, memory_order_relaxed);
+    if (ebb_unlikely(sig != 0))
+        raise(sig);
     lock_acquire(&heap_pool_lock);
     heap_pool_put_locked(heap);
     lock_release(&heap_pool_lock);

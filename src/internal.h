@@ -1013,6 +1013,9 @@ static inline void heap_collect_if_asked(heap_t *heap)
 bool heap_scavenge_pending(void);
 /* Tests: sleep `ms` in every thread exit right after its segments are abandoned. */
 void heap_inject_exit_pause(long ms);
+/* Tests: raise `sig` (0: none) in every thread exit after the heap's lock is
+ * dropped and before the heap goes back to the pool. */
+void heap_inject_exit_signal(int sig);
 /* Tests: sleep `ms` in every collect pass of abandoned segments before they go back on the list. */
 void segment_inject_collect_pause(long ms);
 /* Tests: ask the calling thread's heap to collect, as the scavenger does. */

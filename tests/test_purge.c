@@ -77,6 +77,7 @@ extern unsigned long purge_wakeup_count(void);
 extern int purge_thread_state(void);
 extern void purge_inject_start_delay(long ms);
 extern void heap_inject_exit_pause(long ms);
+extern void heap_inject_exit_signal(int sig);
 extern void segment_inject_collect_pause(long ms);
 extern void heap_inject_collect_request(void);
 extern void purge_run(bool force);
@@ -3786,6 +3787,63 @@ static void child_exit_does_not_write_into_segments_it_abandoned(void)
           "it stayed mapped, so the window was not exercised");
 }
 
+/* Review finding: a signal handler that allocates while its thread exits,
+ * after heap_thread_done let go of the heap's lock and before it put the
+ * heap back in the pool, made a heap of its own by handing back every heap
+ * carrying the thread's id: the exiting heap itself, which the pool then
+ * gave it again; heap_thread_done put it back too. The pool held the heap
+ * twice, and the next destructor round walked off the end of the id index
+ * (SIGSEGV). The handler's heap must be a different one, and thread churn
+ * afterwards must work and give everything back. */
+static void *volatile exit_handler_block;
+
+static void allocate_in_handler(int sig)
+{
+    (void)sig;
+    if (exit_handler_block == NULL)
+        exit_handler_block = malloc(40);
+}
+
+static void *allocate_and_exit(void *unused)
+{
+    (void)unused;
+    void *volatile p = malloc(64);
+    free(p);
+    return NULL;
+}
+
+static void child_a_handler_allocating_during_thread_exit_gets_its_own_heap(void)
+{
+    struct sigaction sa = {.sa_handler = allocate_in_handler};
+    REQUIRE(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction failed");
+    free(malloc(16));
+    heap_inject_exit_signal(SIGUSR1);
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, allocate_and_exit, NULL) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    heap_inject_exit_signal(0);
+    REQUIRE(exit_handler_block != NULL, "the handler's malloc returned NULL");
+    free(exit_handler_block);
+    for (int i = 0; i < 20; i++) {
+        REQUIRE(start_thread(&t, 256 * KiB, allocate_and_exit, NULL) == 0, "pthread_create failed");
+        pthread_join(t, NULL);
+    }
+    ebb_collect(true);
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    printf("    info: after the exits: %llu heaps alive, %llu pooled, %llu live blocks\n",
+           (unsigned long long)st.heaps_alive, (unsigned long long)st.heaps_pooled,
+           (unsigned long long)st.live_blocks);
+    CHECK(st.heaps_alive == 1, "only main's heap should be alive; %llu are",
+          (unsigned long long)st.heaps_alive);
+}
+
+static void a_handler_allocating_during_thread_exit_gets_its_own_heap(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_a_handler_allocating_during_thread_exit_gets_its_own_heap", env, 60);
+}
+
 static void exit_does_not_write_into_segments_it_abandoned(void)
 {
     static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
@@ -4415,6 +4473,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_fork_in_the_recheck_window_keeps_the_wakeup),
     CHILD_CASE(child_free_while_scavenger_starts_wakes_it),
     CHILD_CASE(child_exit_does_not_write_into_segments_it_abandoned),
+    CHILD_CASE(child_a_handler_allocating_during_thread_exit_gets_its_own_heap),
     CHILD_CASE(child_segment_emptied_during_a_collect_pass_is_released),
     CHILD_CASE(child_a_huge_block_freed_during_a_pass_stays_cached),
     CHILD_CASE(child_no_membarrier_idle_owners_let_the_scavenger_sleep),
@@ -4460,6 +4519,7 @@ int main(int argc, char **argv)
     RUN_CASE(fork_in_the_recheck_window_keeps_the_wakeup);
     RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
     RUN_CASE(exit_does_not_write_into_segments_it_abandoned);
+    RUN_CASE(a_handler_allocating_during_thread_exit_gets_its_own_heap);
     RUN_CASE(segment_emptied_during_a_collect_pass_is_released);
     RUN_CASE(a_huge_block_freed_during_a_pass_stays_cached);
     RUN_CASE(no_membarrier_idle_owners_let_the_scavenger_sleep);
