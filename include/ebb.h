@@ -214,7 +214,8 @@ struct ebb_stats {
 /* Fill *stats. The caller sets stats->version = EBB_STATS_VERSION first.
  * Returns 0, or -1 with errno = EINVAL if stats is NULL or its version is 0,
  * or EDEADLK when called from a signal handler that interrupted ebb's purge
- * pass in the same thread (the snapshot would wait for that pass for ever).
+ * pass, or a snapshot or heap walk, in the same thread (the snapshot would
+ * wait for it for ever).
  * Takes a few short locks (and waits for a purge pass in progress, so that it
  * never sees one half-done) and reads every segment's page descriptors
  * (microseconds per segment); it never allocates. */

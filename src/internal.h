@@ -1115,9 +1115,10 @@ void heap_for_each(void (*fn)(heap_t *h, bool paused, void *arg), void *arg, boo
 void heap_counts(size_t *alive, size_t *pooled);
 /* No purge pass runs (and the scavenger quiesces no heap) until _end. False
  * (and nothing to end) when the calling thread is itself in the middle of a
- * pass: a signal handler that interrupted it (exit() from a handler runs the
- * reports at exit), which would wait for ever, as would any allocator lock
- * that pass holds. The caller then does without the snapshot or walk. */
+ * pass or an exclusion: a signal handler that interrupted it (exit() from a
+ * handler runs the reports at exit), which would wait for ever, as would any
+ * allocator lock the interrupted code holds. The caller then does without
+ * the snapshot or walk. */
 bool purge_exclusive_begin(void);
 void purge_exclusive_end(void);
 

@@ -856,7 +856,7 @@ void leak_report_at_exit(void)
     uintptr_t sp = (uintptr_t)&sp_anchor;
     if (!purge_exclusive_begin()) {
         leak_report_message("==ebb== LEAK REPORT skipped: the process is exiting from a signal "
-                            "handler that interrupted ebb's purge pass\n");
+                            "handler that interrupted ebb's purge pass or heap snapshot\n");
         return;
     }
     debug_quarantine_hold(true);

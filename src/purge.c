@@ -77,9 +77,9 @@
  * EBB_BACKGROUND=0, or if the thread cannot be created, passes run inline from
  * purge_poll when one is due (purges then happen only during allocator calls).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -91,25 +91,27 @@ static lock_t purge_lock = LOCK_INIT; /* the purge list, purge_listed, purge_bus
 static segment_t *purge_first;
 
 static lock_t pass_lock = LOCK_INIT; /* one pass at a time */
-/* The thread holding pass_lock for a pass or an exclusion (thread_id_self),
- * 0 if none: a signal handler that runs in that thread, in the middle of
- * it, must not wait for the lock (purge_exclusive_begin). Written by the
- * holder only; relaxed: the holder compares it with its own id, which no
- * other thread stores there. */
-static atomic_uintptr_t pass_owner;
+/* Set while this thread takes, holds or lets go of pass_lock (for a pass or
+ * an exclusion): from before it asks for the lock to after it released it,
+ * so that a signal handler that interrupts it anywhere in between, and
+ * calls back into ebb, does not wait for the lock (purge_exclusive_begin).
+ * Only its own thread reads it; volatile keeps the stores where they are
+ * written, around the lock calls. */
+static __thread volatile sig_atomic_t in_pass;
 
 static void pass_take(void)
 {
+    in_pass = 1;
     lock_acquire(&pass_lock);
-    atomic_store_explicit(&pass_owner, thread_id_self(), memory_order_relaxed);
 }
 
 static bool pass_try_take(void)
 {
-    if (!lock_try_acquire(&pass_lock))
-        return false;
-    atomic_store_explicit(&pass_owner, thread_id_self(), memory_order_relaxed);
-    return true;
+    in_pass = 1;
+    if (lock_try_acquire(&pass_lock))
+        return true;
+    in_pass = 0;
+    return false;
 }
 
 /* Once the lock is dropped, the blocks the pass took out of debug mode's
@@ -118,8 +120,8 @@ static bool pass_try_take(void)
  * debug_quarantine_after_pass). */
 static void pass_drop(void)
 {
-    atomic_store_explicit(&pass_owner, 0, memory_order_relaxed);
     lock_release(&pass_lock);
+    in_pass = 0;
     if (debug_enabled)
         debug_quarantine_after_pass();
 }
@@ -411,8 +413,8 @@ void purge_run(bool force)
 
 bool purge_exclusive_begin(void)
 {
-    if (atomic_load_explicit(&pass_owner, memory_order_relaxed) == thread_id_self())
-        return false; /* a handler interrupted this thread's own pass */
+    if (in_pass)
+        return false; /* a handler interrupted this thread in a pass or an exclusion */
     pass_take();
     return true;
 }

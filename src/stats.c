@@ -322,7 +322,7 @@ static void stats_report(int fd, const char *when)
         text_add(&t, ", ");
         text_add(&t, when);
         text_add(&t, ": skipped, the process is exiting from a signal handler that interrupted "
-                     "ebb's purge pass ==\n");
+                     "ebb's purge pass or heap snapshot ==\n");
         text_flush(&t);
         return;
     }
