@@ -547,13 +547,17 @@ static void scan_root(uintptr_t start, uintptr_t end, bool shared)
  * around its callbacks, and a forked child inherits that lock as it was: held
  * by whichever thread of the parent was listing modules at the fork, a thread
  * the child does not have (tests/debug/leak_fork_beside_module_walk.c: the
- * child's report waited for it for ever). A child has no other thread, so
- * nothing changes the loader's list of modules (_r_debug.r_map) while its
- * report walks it without the lock. Each module's program headers are read
- * from its ELF header, mapped at its load address (its first PT_LOAD starts
- * at file offset 0 and address 0, as in every shared object and PIE; the
- * main program's come from the auxiliary vector), with process_vm_readv, so
- * a module half-linked at the fork costs its regions, not a crash. */
+ * child's report waited for it for ever). So a child's report walks the
+ * loader's list of modules (_r_debug.r_map) itself, without the lock. The
+ * child may have started threads of its own that load and unload modules
+ * meanwhile, and a module may have been half-linked at the fork: every
+ * word of the list, and each module's ELF header and program headers
+ * (mapped at its load address: its first PT_LOAD starts at file offset 0
+ * and address 0, as in every shared object and PIE; the main program's come
+ * from the auxiliary vector), is read with process_vm_readv, so a list
+ * changing under the walk costs regions (the report then says INCOMPLETE),
+ * never a crash, and the walk stops after RELRO_WALK_MAX modules. */
+#define RELRO_WALK_MAX 4096
 static int scan_relro_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size, (void)arg;
@@ -601,15 +605,21 @@ static bool scan_relro_in_child(void)
 {
     uintptr_t phdr = (uintptr_t)getauxval(AT_PHDR);
     bool whole = phdr != 0 && scan_relro_of((uintptr_t)-1, phdr, (size_t)getauxval(AT_PHNUM));
-    for (const struct link_map *m = _r_debug.r_map; m != NULL; m = m->l_next) {
-        if (m->l_name == NULL || m->l_name[0] == '\0')
-            continue; /* the program (done above) */
+    uintptr_t at = (uintptr_t)_r_debug.r_map;
+    for (int n = 0; at != 0; n++) {
+        struct link_map m;
+        char name0;
+        if (n == RELRO_WALK_MAX || !read_own(&m, at, sizeof m))
+            return false;
+        at = (uintptr_t)m.l_next;
+        if (m.l_name == NULL || !read_own(&name0, (uintptr_t)m.l_name, 1) || name0 == '\0')
+            continue; /* the program (done above), or a name gone */
         ElfW(Ehdr) eh;
-        if (!read_own(&eh, m->l_addr, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+        if (!read_own(&eh, m.l_addr, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
             whole = false;
             continue;
         }
-        whole &= scan_relro_of(m->l_addr, m->l_addr + eh.e_phoff, eh.e_phnum);
+        whole &= scan_relro_of(m.l_addr, m.l_addr + eh.e_phoff, eh.e_phnum);
     }
     return whole;
 }
