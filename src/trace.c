@@ -639,7 +639,12 @@ static bool fast_walk(capture_t *c)
  * does not check for unloaded code (a miss does, below, and empties the
  * cache): a library unloaded and another loaded in its place with a call at
  * the very same return address, reached at the very same stack address,
- * would be replayed by the first library's rules until the next miss.
+ * would be replayed by the first library's rules until the next miss. In a
+ * forked child no miss checks (step 4 below), so the entries it inherited
+ * keep serving it for good: the same holds there until the child exits. A
+ * replay step never goes more than FRAME_MAX above the previous frame, but a
+ * wrong rule could still send it past its stack's top; that needs the two
+ * libraries above, which no test here has made happen.
  * x86-64 only (elsewhere the return address is not kept at CFA - 8).
  *
  * Entries are written under cache_lock with a sequence count (odd while
