@@ -1161,11 +1161,32 @@ static void maps_find_line(const char *line, size_t len, void *arg)
     f->found = true;
 }
 
-static bool module_path_from_maps(module_t *m)
+/* The last module found this way, by the loader's name for it (the same
+ * string while it stays loaded) and its bias: the frames of a report come
+ * from few modules, and each lookup reads /proc/self/maps. Forgotten with
+ * module_memo at each report call (a library unloaded between reports may
+ * leave its name's address and its bias to another). Under the report
+ * lock, as all of the symbolizer. */
+static struct {
+    const char *name;
+    uintptr_t bias;
+    char path[sizeof ((module_t *)0)->path];
+} relative_memo ebb_cold_bss;
+
+static bool module_path_from_maps(module_t *m, const char *name)
 {
-    static char buf[8192] ebb_cold_bss; /* under the report lock */
+    if (relative_memo.name == name && relative_memo.bias == m->bias && relative_memo.path[0]) {
+        memcpy(m->path, relative_memo.path, sizeof m->path);
+        return true;
+    }
+    static char buf[8192] ebb_cold_bss;
     maps_find_t f = {m, false};
     os_for_each_line("/proc/self/maps", buf, sizeof buf, maps_find_line, &f);
+    if (f.found) {
+        relative_memo.name = name;
+        relative_memo.bias = m->bias;
+        memcpy(relative_memo.path, m->path, sizeof m->path);
+    }
     return f.found;
 }
 
@@ -1173,8 +1194,10 @@ static bool module_path_from_maps(module_t *m)
 static void module_set(module_t *m, uintptr_t bias, const char *name)
 {
     m->bias = bias;
-    if (name && name[0] && name[0] != '/' && module_path_from_maps(m)) {
-        /* a relative path: the mapped file's absolute one, found above */
+    if (name && name[0] && name[0] != '/' && strchr(name, '/') && module_path_from_maps(m, name)) {
+        /* a relative path ("./x.so"; a name with no '/' at all is the
+         * vdso's, or was found on the search path and stored whole): the
+         * mapped file's absolute path, found above */
     } else if (name && name[0]) {
         size_t len = strlen(name);
         if (len >= sizeof m->path)
@@ -1441,6 +1464,7 @@ static struct {
 static void module_memo_forget(void)
 {
     module_memo.valid = false;
+    relative_memo.name = NULL;
 }
 
 static uint64_t module_hash_memo(const module_t *m)
