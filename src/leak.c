@@ -51,6 +51,7 @@
  */
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/auxv.h>
@@ -639,17 +640,33 @@ typedef struct dead_stack_s {
     uintptr_t low, sp;
 } dead_stack_t;
 
-/* Below sp, the mapping's start; but on an alternate signal stack (exit
- * from a handler), the alternate stack's start: it may lie in a mapping
- * with other data (a program's .bss), which stays a root
- * (tests/debug/leak_exit_on_altstack.c). */
+/* Below sp, down to the start of the stack it lies in, which may share its
+ * mapping with other data, a root: on an alternate signal stack (exit from a
+ * handler), that stack's start, which may lie in a program's .bss
+ * (tests/debug/leak_exit_on_altstack.c); in a thread other than the main
+ * one, its stack's start as the C library knows it, which may be a stack
+ * the program carved from a mapping of its own
+ * (tests/debug/leak_exit_on_carved_stack.c); for the main thread, whose
+ * mapping is its stack alone, the mapping's start (low 0). Before the
+ * report takes any lock: pthread_getattr_np allocates. */
 static dead_stack_t dead_stack_below(uintptr_t sp)
 {
     dead_stack_t d = {0, sp};
     stack_t ss;
     if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK) &&
-        sp >= (uintptr_t)ss.ss_sp && sp - (uintptr_t)ss.ss_sp < ss.ss_size)
+        sp >= (uintptr_t)ss.ss_sp && sp - (uintptr_t)ss.ss_sp < ss.ss_size) {
         d.low = (uintptr_t)ss.ss_sp;
+        return d;
+    }
+    pthread_attr_t attr;
+    if (os_gettid() == os_getpid() || pthread_getattr_np(pthread_self(), &attr) != 0)
+        return d;
+    void *addr;
+    size_t size;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0 && sp >= (uintptr_t)addr &&
+        sp - (uintptr_t)addr < size)
+        d.low = (uintptr_t)addr;
+    pthread_attr_destroy(&attr);
     return d;
 }
 
@@ -672,9 +689,8 @@ static void scan_maps_line(const char *line, size_t len, void *arg)
 
 /* The roots. False if some could not be listed: /proc/self/maps not read to
  * its end, or a module's headers in a forked child (scan_relro_in_child). */
-static bool scan_roots(uintptr_t sp)
+static bool scan_roots(dead_stack_t dead)
 {
-    dead_stack_t dead = dead_stack_below(sp);
     bool whole = os_for_each_line("/proc/self/maps", scratch.maps, sizeof scratch.maps,
                                   scan_maps_line, &dead);
     return scan_relro() && whole;
@@ -864,6 +880,7 @@ void leak_report_at_exit(void)
     __builtin_unwind_init(); /* callee-saved registers onto our stack */
     volatile uintptr_t sp_anchor = 0;
     uintptr_t sp = (uintptr_t)&sp_anchor;
+    dead_stack_t dead = dead_stack_below(sp);
     if (!purge_exclusive_begin()) {
         leak_report_message("==ebb== LEAK REPORT skipped: the process is exiting from a signal "
                             "handler that interrupted ebb's purge pass or heap snapshot\n");
@@ -904,7 +921,7 @@ void leak_report_at_exit(void)
     huge_for_each_cached(cached_huge, NULL);
     spans_sort();
     spans_bound();
-    bool roots_whole = scan_roots(sp);
+    bool roots_whole = scan_roots(dead);
     mark_all();
 
     /* Group by (trace, context, reachable, inherited). A forked child's report lists

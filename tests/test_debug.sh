@@ -743,6 +743,14 @@ expect_two_reached_one_lost leak_exit_on_altstack "no alternate stack" allocate_
     "sigaltstack or sigaction failed here"
 end_case
 
+# The same for a thread whose stack the program carved from a mapping of its
+# own that holds other data below it: only the thread's stack below its
+# stack pointer is left out (two false leaks before).
+begin_case leak_report_from_a_thread_on_a_carved_stack
+expect_two_reached_one_lost leak_exit_on_carved_stack "no carved stack" allocate_reached_via_mapping \
+    "mmap or pthread_attr_setstack failed here"
+end_case
+
 # Review finding: a forked child's leak report listed the loaded objects'
 # RELRO regions with dl_iterate_phdr, whose lock another thread of the parent
 # held at the fork (inside its own dl_iterate_phdr): the child hung for ever.
