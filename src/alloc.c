@@ -237,8 +237,7 @@ void free_generic(segment_t *seg, void *p)
     if (seg->kind == SEGMENT_HUGE) {
         huge_free(seg);
     } else {
-        bool abandoned = atomic_load_explicit(&seg->thread_id, memory_order_relaxed) == 0;
-        page_free_remote(seg, segment_page_of(seg, p), (block_t *)p, abandoned);
+        page_free_remote(seg, segment_page_of(seg, p), (block_t *)p);
     }
     purge_poll(false);
 }

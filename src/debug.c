@@ -2227,7 +2227,7 @@ static void verify_page(page_t *page, void *arg)
     } else if (page->kind == PAGE_SMALL && page->block_size >= sizeof(debug_header_t)) {
         verify_free_list(v, page, page->free, "free");
         uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
-        verify_free_list(v, page, (const block_t *)(x & ~XTHREAD_IN_FULL), "remote-free");
+        verify_free_list(v, page, (const block_t *)(x & ~XTHREAD_FLAGS), "remote-free");
         uint8_t *start = page_start(page);
         for (size_t k = 0; k < page->capacity; k++)
             verify_block(v, (debug_header_t *)(start + k * page->block_size));

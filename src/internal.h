@@ -314,10 +314,18 @@ struct heap_s;
 /* Page kinds (page_t.kind). */
 enum { PAGE_FREE = 0, PAGE_SMALL = 1, PAGE_LARGE = 2 };
 
-/* The low bit of page_t.xthread_free: set while the page sits in its heap's
- * full list, so that the first remote free into it tells the heap to look
- * (see page.c, "the full-page protocol"). */
-#define XTHREAD_IN_FULL ((uintptr_t)1)
+/* The low bits of page_t.xthread_free (blocks are MIN_ALIGN-aligned), which
+ * every remote free's CAS compares along with the list, so that a freer that
+ * read them before a change fails its CAS and reads them again:
+ * XTHREAD_IN_FULL, set while the page sits in its heap's full list, so that
+ * the first remote free into it tells the heap to look (page.c, "the
+ * full-page protocol"); XTHREAD_ABANDONED, set while the page has no owner
+ * (its segment abandoned, from its owner's exit until a reclaim adopts it),
+ * so that a remote free tells the scavenger rather than a heap (page.c,
+ * "whom a remote free tells"). */
+#define XTHREAD_IN_FULL   ((uintptr_t)1)
+#define XTHREAD_ABANDONED ((uintptr_t)2)
+#define XTHREAD_FLAGS     (XTHREAD_IN_FULL | XTHREAD_ABANDONED)
 
 /* A page descriptor. One per slice, in the segment header; for a run of slices
  * the descriptor of the first slice is the page (segment_t.slice_offset leads
@@ -353,11 +361,12 @@ typedef struct page_s {
      * free such a page without quiescing the heap (page_steal_if_free). */
     _Atomic(uint8_t) kept;
     /* Any thread. Blocks freed by threads other than the owner, pushed with one
-     * CAS, collected by the owner with an exchange; low bit XTHREAD_IN_FULL. */
+     * CAS, collected by the owner with an exchange; low bits XTHREAD_FLAGS. */
     _Atomic(uintptr_t) xthread_free;
     /* Written by the owner (set at page init and reclaim, NULL on abandon); read
-     * by remote freers to notify the heap. Heaps are never unmapped (heap.c), so
-     * a stale pointer only causes a spurious notification. */
+     * by remote freers, after the list word, to notify the heap. Heaps are
+     * never unmapped (heap.c), so a stale pointer only causes a spurious
+     * notification. */
     _Atomic(struct heap_s *) heap;
     /* Owner-only. Links in a heap page queue or the full list. */
     struct page_s *next, *prev;
@@ -381,7 +390,10 @@ typedef struct huge_bounds_s {
 typedef struct segment_s {
     /* The owner thread's id (its thread pointer), or 0 when abandoned and for
      * huge mappings. Written by the owner at reclaim/abandon (release); read by
-     * every free (relaxed: only the owner itself can ever read its own id). */
+     * every free (relaxed: only the owner itself can ever read its own id).
+     * A remote free of a small block does not decide anything from it (page.c,
+     * "whom a remote free tells"); one of a large block does
+     * (segment_free_large_remote). */
     _Atomic(uintptr_t) thread_id;
     /* Never changes after setup. */
     uint32_t kind;
@@ -882,9 +894,10 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices);
  * first RECLAIM_SCAN_MAX abandoned segments has one. */
 bool segment_reclaim_for_class(heap_t *heap, unsigned cls);
 /* A remote free into a small page of class `cls` of `seg`, which its caller
- * found abandoned: true if the segment's room mask may lack the class, and
- * then the caller pushes its block between segment_abandoned_room_lock(seg,
- * cls), which records the room, and segment_abandoned_room_unlock(). */
+ * found abandoned (XTHREAD_ABANDONED in the list word it is about to CAS):
+ * true if the segment's room mask may lack the class, and then the caller
+ * pushes its block between segment_abandoned_room_lock(seg, cls), which
+ * records the room, and segment_abandoned_room_unlock(). */
 bool segment_abandoned_room_unknown(const segment_t *seg, unsigned cls);
 void segment_abandoned_room_lock(segment_t *seg, unsigned cls);
 void segment_abandoned_room_unlock(void);
@@ -942,7 +955,7 @@ void *page_alloc_slow(heap_t *heap, unsigned cls);
 /* A local free emptied a page (used == 0) or hit a page in the full list. */
 void page_free_local_slow(heap_t *heap, page_t *page);
 /* A block of `page` freed by a thread that does not own its segment. */
-void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandoned);
+void page_free_remote(segment_t *seg, page_t *page, block_t *block);
 /* Collect remote frees into every page of the heap; free empty pages
  * (all of them if `force`, else keep one per class as usual). */
 void heap_collect_pages(heap_t *heap, bool force);
@@ -953,8 +966,11 @@ void page_adopt(heap_t *heap, page_t *page);
  * through xthread_free. */
 void heap_steal_free_pages(heap_t *heap);
 /* Abandoned segment (no owner): collect remote frees; free the page if empty
- * (then true). */
+ * (then true). The page stays abandoned (XTHREAD_ABANDONED). */
 bool page_collect_abandoned(page_t *page);
+/* Thread exit: mark a small page in use of a segment about to be abandoned
+ * (page.c, "whom a remote free tells", step 4). */
+void page_mark_abandoned(page_t *page);
 /* Initialize the run starting at `page` as a large one-block page. */
 void page_init_large(heap_t *heap, page_t *page, size_t slices, bool zero);
 void heap_direct_update(heap_t *heap, unsigned cls);
@@ -974,7 +990,13 @@ extern page_t page_empty;
 typedef struct tls_s {
     heap_t *heap;     /* this thread's heap, or &heap_empty */
     atomic_uchar busy;
+    /* Tests only (page_inject_remote_free_pause): how long this thread's
+     * next remote free of a small block sleeps before its CAS; 0 otherwise.
+     * In the struct's padding, not a global: .data and .bss have no byte to
+     * spare in their one page (ebb_cold_bss). */
+    uint16_t remote_free_pause_ms;
 } tls_t;
+_Static_assert(sizeof(tls_t) == 2 * sizeof(void *), "tls_t: two words");
 /* One TLS block, so the fast paths find both fields from one address. */
 extern __thread tls_t tls __attribute__((tls_model("initial-exec")));
 
@@ -1018,6 +1040,9 @@ void heap_inject_exit_pause(long ms);
 void heap_inject_exit_signal(int sig);
 /* Tests: sleep `ms` in every collect pass of abandoned segments before they go back on the list. */
 void segment_inject_collect_pause(long ms);
+/* Tests: the calling thread's next remote free of a small block sleeps `ms`
+ * (at most 65535) between its reads of the page and its CAS (page.c). */
+void page_inject_remote_free_pause(long ms);
 /* Tests: ask the calling thread's heap to collect, as the scavenger does. */
 void heap_inject_collect_request(void);
 

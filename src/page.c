@@ -34,6 +34,42 @@
  *     and the list are one word, so no push can slip between "list empty" and
  *     "bit set". A stale heap pointer (the owner exited) only wastes a scan:
  *     heaps are never unmapped.
+ *
+ * Whom a remote free tells. A block pushed on xthread_free must reach someone
+ * who will collect it: the page's owner (through its heap, page->heap), or,
+ * while the page has no owner, the scavenger's pass over abandoned segments
+ * (segment_abandoned_touch). Ownership changes under a freer's feet: the owner
+ * exits, or another thread reclaims the segment. So the freer decides from the
+ * very word its CAS replaces, in which each change of owner is an atomic write:
+ *     4. a thread abandoning a segment sets page->heap to NULL, then sets
+ *        XTHREAD_ABANDONED in each small page in use (release), then lists the
+ *        segment, and only then touches the abandoned list
+ *        (segment_abandon_all, page_mark_abandoned);
+ *     5. a thread reclaiming it sets page->heap to its own heap, then exchanges
+ *        the word to 0 (acq_rel): it takes the blocks and clears both bits
+ *        (page_adopt). The scavenger's pass, which collects an abandoned page
+ *        without owning it, exchanges the word to XTHREAD_ABANDONED instead
+ *        (page_collect_abandoned): the page stays ownerless;
+ *     6. a remote freer reads the word, then page->heap (again after every
+ *        failed CAS), and pushes with a CAS that keeps both bits. If the word
+ *        it replaced had XTHREAD_ABANDONED, the page had no owner when the
+ *        block landed: a first block touches the abandoned list, and the pass
+ *        (or a reclaim's step 5, whichever comes first) takes it. Otherwise the
+ *        block landed before step 4's bit, and the exiting thread's touch
+ *        comes after it; or after step 5's exchange, whose release made the
+ *        heap read after it the adopter's; or in a page that never changed
+ *        hands: a first block tells that heap.
+ *     A freer that read the word before a step 4 or 5 fails its CAS and decides
+ *     again. (Before, the freer decided from seg->thread_id and page->heap read
+ *     before its CAS: one racing its owner's exit told the exiting heap, which
+ *     nobody visits once it is back in the pool, and not the abandoned list,
+ *     whose pass had run already; one racing a reclaim had read no heap and
+ *     told nobody, and the reclaimer, idle, never looked. The block, its page
+ *     and often its segment stayed until a forced collection: review finding,
+ *     tests/test_purge.c, "stale decisions in cross-thread frees".) A freer
+ *     that finds the bit also records the class's room in the segment before
+ *     its push (segment_abandoned_room_lock), so that reclaims find the page:
+ *     that too is decided from the word, again at each retry.
  */
 #include <string.h>
 
@@ -163,24 +199,30 @@ static bool page_link_sound(page_t *page, block_t *block)
     return false;
 }
 
-/* Owner: move remote frees onto `free` (clearing XTHREAD_IN_FULL with them). */
+/* Put a list taken from xthread_free (its flags masked off) onto `free`. */
+static void page_take_remote(page_t *page, block_t *list)
+{
+    if (list) {
+        uint32_t count = 1;
+        block_t *tail = list;
+        bool checked = debug_enabled;
+        while ((!ebb_unlikely(checked) || page_link_sound(page, tail)) && tail->next) {
+            tail = tail->next;
+            count++;
+        }
+        tail->next = page->free;
+        page->free = list;
+        page->used -= count;
+    }
+}
+
+/* Owner: move remote frees onto `free` (clearing XTHREAD_IN_FULL with them;
+ * an owned page never has XTHREAD_ABANDONED). */
 static void page_collect(page_t *page)
 {
-    if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_IN_FULL) {
+    if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_FLAGS) {
         uintptr_t x = atomic_exchange_explicit(&page->xthread_free, 0, memory_order_acquire);
-        block_t *list = (block_t *)(x & ~XTHREAD_IN_FULL);
-        if (list) {
-            uint32_t count = 1;
-            block_t *tail = list;
-            bool checked = debug_enabled;
-            while ((!ebb_unlikely(checked) || page_link_sound(page, tail)) && tail->next) {
-                tail = tail->next;
-                count++;
-            }
-            tail->next = page->free;
-            page->free = list;
-            page->used -= count;
-        }
+        page_take_remote(page, (block_t *)(x & ~XTHREAD_FLAGS));
     }
 }
 
@@ -225,7 +267,7 @@ static void heap_unfull_pending(heap_t *heap)
     page_t *next;
     for (page_t *page = heap->full.first; page; page = next) {
         next = page->next;
-        if (atomic_load_explicit(&page->xthread_free, memory_order_acquire) & ~XTHREAD_IN_FULL)
+        if (atomic_load_explicit(&page->xthread_free, memory_order_acquire) & ~XTHREAD_FLAGS)
             page_unfull(heap, page);
     }
 }
@@ -407,7 +449,7 @@ static inline bool page_has_freed(const page_t *page)
 {
     return page != NULL &&
            (page->free != NULL ||
-            (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_IN_FULL));
+            (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_FLAGS));
 }
 
 /* The common case, without the lock: the class's first page has blocks on its
@@ -611,54 +653,80 @@ void page_free_local_slow(heap_t *heap, page_t *page)
     purge_poll(false);
 }
 
-void page_free_remote(segment_t *seg, page_t *page, block_t *block, bool abandoned)
+/* Tests: the calling thread's next remote free of a small block sleeps `ms`
+ * between its reads of the page (list word, heap) and its first CAS, the
+ * window in which the page's owner may exit or a reclaim adopt the page.
+ * One shot; 0 turns it off. Off, it costs the remote path one load of the
+ * thread's own TLS block. */
+void page_inject_remote_free_pause(long ms)
+{
+    tls.remote_free_pause_ms = (uint16_t)(ms <= 0 ? 0 : ms > UINT16_MAX ? UINT16_MAX : ms);
+}
+
+static ebb_noinline void page_remote_free_pause(void)
+{
+    long ms = tls.remote_free_pause_ms;
+    tls.remote_free_pause_ms = 0;
+    os_sleep_ms(ms);
+}
+
+void page_free_remote(segment_t *seg, page_t *page, block_t *block)
 {
     if (page->kind == PAGE_LARGE) {
         segment_free_large_remote(seg, page);
         return;
     }
-    /* Read the heap before the push: once our block is on the list the page
-     * may be emptied and freed, and its segment unmapped, by another thread.
-     * And read it after the list word, again after every failed CAS: a thread
-     * that reclaims the segment sets page->heap and then may mark the page
-     * full (step 1, acq_rel), so a freer that sees the bit (acquire) sees
-     * that heap. Reading the heap first, a freer could find it NULL (still
-     * abandoned), then push onto the bit the reclaimer had just set, and tell
-     * nobody: the page stayed on the full list with free blocks (review
-     * finding, from the code). Step 2 of the full-page protocol. Release: the
-     * owner that takes the list must see the block's link. */
-    bool record_room = abandoned && segment_abandoned_room_unknown(seg, page->class_idx);
-    if (record_room)
-        segment_abandoned_room_lock(seg, page->class_idx);
+    /* Step 6 of "whom a remote free tells", and step 2 of the full-page
+     * protocol. Read the heap before the push: once our block is on the list
+     * the page may be emptied and freed, and its segment unmapped, by another
+     * thread. And read it after the list word, again after every failed CAS:
+     * a thread that reclaims the segment sets page->heap and then clears the
+     * word (step 5, acq_rel) and may mark the page full (step 1, acq_rel), so
+     * a freer that sees either (acquire) sees that heap. Reading the heap
+     * first, a freer could find it NULL (still abandoned), then push onto the
+     * bit the reclaimer had just set, and tell nobody: the page stayed on the
+     * full list with free blocks (review finding, from the code). Release:
+     * the owner that takes the list must see the block's link. */
+    unsigned cls = page->class_idx;
+    bool room_locked = false;
     uintptr_t old = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
     heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
+    if (ebb_unlikely(tls.remote_free_pause_ms != 0))
+        page_remote_free_pause();
     for (;;) {
+        /* Abandoned: record the class's room before the block lands (held
+         * across the CAS; the segment may go once the block is pushed). */
+        if (ebb_unlikely(old & XTHREAD_ABANDONED) && !room_locked &&
+            segment_abandoned_room_unknown(seg, cls)) {
+            segment_abandoned_room_lock(seg, cls);
+            room_locked = true;
+        }
         /* A relaxed atomic store, the same instruction as a plain one: in
          * debug mode ebb_debug_verify may be loading this word beside us, as
          * the magic of the block that was here (debug.c, "Claiming a block"). */
-        __atomic_store_n(&block->next, (block_t *)(old & ~XTHREAD_IN_FULL), __ATOMIC_RELAXED);
+        __atomic_store_n(&block->next, (block_t *)(old & ~XTHREAD_FLAGS), __ATOMIC_RELAXED);
         if (atomic_compare_exchange_weak_explicit(&page->xthread_free, &old,
-                                                  (uintptr_t)block | (old & XTHREAD_IN_FULL),
+                                                  (uintptr_t)block | (old & XTHREAD_FLAGS),
                                                   memory_order_release, memory_order_acquire))
             break;
         heap = atomic_load_explicit(&page->heap, memory_order_acquire);
     }
-    if (record_room)
+    if (room_locked)
         segment_abandoned_room_unlock(); /* touches nothing in the segment */
-    if ((old & ~XTHREAD_IN_FULL) != 0)
+    if ((old & ~XTHREAD_FLAGS) != 0)
         return; /* not the first: whoever pushed the first one did the rest */
-    if (old == XTHREAD_IN_FULL && heap)
-        atomic_store_explicit(&heap->xfull_pending, 1, memory_order_release);
     /* The first remote block on this page since its last collection: if the
-     * owner sleeps, only the scavenger will notice (purge.c, step 5). A
-     * segment abandoned when we looked may have been reclaimed since (then
-     * `heap` is its new owner's): tell both, each costs one flag. */
-    if (abandoned)
-        segment_abandoned_touch();
-    if (heap) {
-        atomic_store(&heap->remote_pending, 1);
-        purge_wake();
+     * owner sleeps, only the scavenger will notice (purge.c, step 5). */
+    if (old & XTHREAD_ABANDONED) {
+        segment_abandoned_touch(); /* no owner when it landed (step 6) */
+        return;
     }
+    if (heap == NULL)
+        return; /* step 4 under way (heap cleared, bit not set): its touch follows */
+    if (old == XTHREAD_IN_FULL)
+        atomic_store_explicit(&heap->xfull_pending, 1, memory_order_release);
+    atomic_store(&heap->remote_pending, 1);
+    purge_wake();
 }
 
 /* Count a remote-free list (its blocks are stable while the caller holds the
@@ -689,7 +757,7 @@ static void page_steal_if_free(heap_t *heap, page_t *page)
     if (atomic_load_explicit(&page->kept, memory_order_acquire))
         return;
     uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
-    uint32_t remote = xthread_count(page, (block_t *)(x & ~XTHREAD_IN_FULL));
+    uint32_t remote = xthread_count(page, (block_t *)(x & ~XTHREAD_FLAGS));
     if (remote != page->reserved)
         return;
     /* Take the list; a push since the load means a block came back twice. */
@@ -709,15 +777,30 @@ void heap_steal_free_pages(heap_t *heap)
     }
 }
 
-bool page_collect_abandoned(page_t *page)
+/* A page nobody owns (its segment off the abandoned list, held by the
+ * caller): take its remote frees, leaving `keep` in the word (step 5), and
+ * free it if that emptied it (then true). Acquire: the blocks' links;
+ * release: a freer that reads `keep` sees the page->heap stored before. */
+static bool page_collect_unowned(page_t *page, uintptr_t keep)
 {
-    page_collect(page); /* the exchange also clears XTHREAD_IN_FULL */
-    atomic_fetch_and_explicit(&page->xthread_free, ~XTHREAD_IN_FULL, memory_order_relaxed);
+    uintptr_t x = atomic_exchange_explicit(&page->xthread_free, keep, memory_order_acq_rel);
+    page_take_remote(page, (block_t *)(x & ~XTHREAD_FLAGS)); /* XTHREAD_IN_FULL goes too */
     page->in_full = 0;
     if (page->used != 0)
         return false;
     segment_free_run(page);
     return true;
+}
+
+bool page_collect_abandoned(page_t *page)
+{
+    return page_collect_unowned(page, XTHREAD_ABANDONED);
+}
+
+/* Step 4, for one page, after its heap was cleared. */
+void page_mark_abandoned(page_t *page)
+{
+    atomic_fetch_or_explicit(&page->xthread_free, XTHREAD_ABANDONED, memory_order_release);
 }
 
 /* Owner: collect every page; free the empty ones (with `force` also the one
@@ -727,7 +810,7 @@ void heap_collect_pages(heap_t *heap, bool force)
     page_t *next;
     for (page_t *page = heap->full.first; page; page = next) {
         next = page->next;
-        if (atomic_load_explicit(&page->xthread_free, memory_order_acquire) & ~XTHREAD_IN_FULL)
+        if (atomic_load_explicit(&page->xthread_free, memory_order_acquire) & ~XTHREAD_FLAGS)
             page_unfull(heap, page);
     }
     atomic_store_explicit(&heap->xfull_pending, 0, memory_order_relaxed);
@@ -746,7 +829,7 @@ void page_adopt(heap_t *heap, page_t *page)
 {
     atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
     page->next = page->prev = NULL;
-    if (page_collect_abandoned(page))
+    if (page_collect_unowned(page, 0)) /* step 5: the page is ours from here */
         return;
     queue_push_back(&heap->queues[page->class_idx], page);
     if (heap->queues[page->class_idx].first == page)

@@ -665,7 +665,7 @@ static uint64_t segment_room_mask(const segment_t *seg)
         const page_t *page = &seg->pages[i];
         if (small_page_at(seg, free_mask, i) &&
             (page->used < page->reserved ||
-             (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_IN_FULL)))
+             (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_FLAGS)))
             room |= (uint64_t)1 << page->class_idx;
     }
     return room;
@@ -746,6 +746,18 @@ void segment_abandon_all(heap_t *heap)
             for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
                 atomic_store_explicit(&seg->pages[i].heap, NULL, memory_order_relaxed);
                 atomic_store_explicit(&seg->pages[i].kept, 0, memory_order_relaxed);
+            }
+            /* Step 4 of "whom a remote free tells" (page.c): each small page
+             * in use says it has no owner, in the word remote freers CAS, so
+             * that one that looked before this fails and looks again; a push
+             * that lands before the bit is collected by the pass the touch
+             * below starts. (Only pages in use: page_init_small does not
+             * reset the word, so a free run's descriptor must keep the 0
+             * that segment_free_run left in it.) */
+            uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
+            for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
+                if (small_page_at(seg, free_mask, i))
+                    page_mark_abandoned(&seg->pages[i]);
             }
             seg->heap = NULL;
             lock_acquire(&abandoned_lock);

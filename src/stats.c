@@ -33,7 +33,7 @@ ebb_racy_reader static size_t xthread_pending_count(const page_t *page, size_t b
 {
     uintptr_t start = (uintptr_t)page_start(page);
     uintptr_t x = atomic_load_explicit(&((page_t *)page)->xthread_free, memory_order_acquire) &
-                  ~XTHREAD_IN_FULL;
+                  ~XTHREAD_FLAGS;
     size_t n = 0;
     while (x != 0 && n < capacity) {
         if (!page_is_carved_block(x, start, bs, capacity))

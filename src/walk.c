@@ -84,7 +84,7 @@ ebb_racy_reader static void visit_small_page_blocks(walk_t *w, page_t *page)
     memset(is_free, 0, (capacity + 63) / 64 * sizeof is_free[0]);
     mark_free_list(page->free, start, bs, capacity, is_free);
     uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
-    mark_free_list((const block_t *)(x & ~XTHREAD_IN_FULL), start, bs, capacity, is_free);
+    mark_free_list((const block_t *)(x & ~XTHREAD_FLAGS), start, bs, capacity, is_free);
     for (size_t i = 0; i < capacity; i++) {
         if (!((is_free[i / 64] >> (i % 64)) & 1))
             visit_block(w, (void *)(start + i * bs), bs);

@@ -4049,6 +4049,187 @@ static void segment_emptied_during_a_collect_pass_is_released(void)
     expect_child_passes("child_segment_emptied_during_a_collect_pass_is_released", env, 60);
 }
 
+/* ---------------------------------------------------------------------------
+ * Review finding (open item "stale decisions in cross-thread frees"): a
+ * remote free decided whom to tell from values it read before its CAS: the
+ * segment's owner (seg->thread_id, in free_generic) and the page's heap. A
+ * free racing the owner's exit told the exiting heap, which nobody visits
+ * once it is back in the pool, and not the abandoned list, whose pass had
+ * already run; a free racing a reclaim told nobody (it had read no heap), and
+ * the reclaimer, idle, never looked. Either way the block, its page and often
+ * its segment stayed until a forced collection (ebb_collect(true),
+ * malloc_trim). The reviewer needed an injected pause to see it; the hook
+ * page_inject_remote_free_pause holds main's free 300 ms between its reads
+ * and its CAS, and the other thread exits (a) or reclaims (b) meanwhile.
+ * The page: 24 KiB blocks, the widest pages (8 slices, 21 blocks, 512 KiB,
+ * all touched), all freed but the one main frees. Main never allocates
+ * blocks of that class (it would reclaim the segment itself).
+ * ------------------------------------------------------------------------- */
+#define XRACE_BLOCK (24 * KiB)
+#define XRACE_BLOCKS 21
+extern void page_inject_remote_free_pause(long ms);
+
+static struct {
+    void *block;    /* the owner's last live block: main frees it */
+    void *big;      /* (b) the reclaimer's block */
+    atomic_int phase; /* 1: block published; 2: main frees; 3: reclaimed; 4: done */
+} xrace;
+
+/* Fills one page, frees all its blocks but one itself, publishes that one,
+ * and returns (exits) once phase reaches `until`. */
+static void *xrace_owner(void *arg)
+{
+    int until = (int)(intptr_t)arg;
+    void *b[XRACE_BLOCKS];
+    for (int i = 0; i < XRACE_BLOCKS; i++) {
+        b[i] = malloc(XRACE_BLOCK);
+        if (b[i])
+            touch(b[i], XRACE_BLOCK, 5);
+    }
+    for (int i = 1; i < XRACE_BLOCKS; i++)
+        free(b[i]);
+    xrace.block = b[0];
+    atomic_store(&xrace.phase, 1);
+    while (atomic_load(&xrace.phase) < until)
+        sleep_ms(1);
+    return NULL;
+}
+
+/* (b) A new thread, no segment of its own: its first malloc of a large block
+ * reclaims the abandoned segment for a run (adopting the page main frees
+ * into), 100 ms into main's pause. Then it stays idle, its block live. */
+static void *xrace_reclaimer(void *unused)
+{
+    (void)unused;
+    while (atomic_load(&xrace.phase) != 2)
+        sleep_ms(1);
+    sleep_ms(100);
+    xrace.big = malloc(MiB);
+    atomic_store(&xrace.phase, 3);
+    while (atomic_load(&xrace.phase) != 4)
+        sleep_ms(5); /* idle: no allocator call */
+    free(xrace.big);
+    return NULL;
+}
+
+/* Poll the stats until nothing of the race is left (no abandoned segment,
+ * no remote free waiting) or the deadline (purge delay + 1 s) passes. */
+static void xrace_wait_clean(struct ebb_stats *st, double *waited)
+{
+    double t0 = check_now();
+    for (;;) {
+        REQUIRE(ebb_stats_get(st) == 0, "ebb_stats_get failed");
+        *waited = check_now() - t0;
+        if ((st->segments_abandoned == 0 && st->xthread_pending_bytes == 0) || *waited >= idle_deadline_s())
+            return;
+        sleep_ms(POLL_MS);
+    }
+}
+
+/* The page held 512 KiB resident: it must go back, not only be counted free. */
+static void xrace_expect_rss_back(long rss_base, const char *what)
+{
+    rss_poll_t r = rss_poll_down_to(rss_base + 256 * KiB, idle_deadline_s());
+    printf("    info: %s: RSS %+.2f MiB after %.2f s\n", what, mib(r.last - rss_base), r.waited_s);
+    CHECK(r.reached, "%s: anonymous RSS should come back within 256 KiB of where it was before "
+          "the threads; it was %+.2f MiB after %.2f s", what, mib(r.last - rss_base), r.waited_s);
+}
+
+static void xrace_report(const char *what, long rss_base, const struct ebb_stats *st, double waited)
+{
+    printf("    info: %s: after %.2f s: %llu segments (%llu abandoned), %.0f KiB waiting on "
+           "remote-free lists, %.2f MiB committed, RSS %+.2f MiB\n", what, waited,
+           (unsigned long long)st->segments, (unsigned long long)st->segments_abandoned,
+           (double)st->xthread_pending_bytes / KiB, mib((long)st->committed_bytes),
+           mib(rss_now() - rss_base));
+}
+
+/* What only a forced collection gave back (for the record of a failure). */
+static void xrace_report_forced(long rss_base)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    ebb_collect(true);
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    xrace_report("after ebb_collect(true)", rss_base, &st, 0.0);
+}
+
+static void child_a_remote_free_racing_the_owners_exit_is_collected(void)
+{
+    scavenger_start();
+    long rss_base = rss_settled();
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, xrace_owner, (void *)(intptr_t)2) == 0, "pthread_create failed");
+    while (atomic_load(&xrace.phase) != 1)
+        sleep_ms(1);
+    REQUIRE(xrace.block != NULL, "malloc(24 KiB) returned NULL");
+    page_inject_remote_free_pause(300);
+    atomic_store(&xrace.phase, 2); /* the owner returns and exits... */
+    free(xrace.block);             /* ...while this free waits before its CAS */
+    bool exited_in_pause = pthread_tryjoin_np(t, NULL) == 0;
+    if (!exited_in_pause)
+        pthread_join(t, NULL);
+    page_inject_remote_free_pause(0);
+    double waited;
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    xrace_wait_clean(&st, &waited);
+    xrace_report("a free racing its owner's exit", rss_base, &st, waited);
+    CHECK(exited_in_pause, "the test expects the owner's exit inside the free's 300 ms pause; "
+          "the owner was still running when the free returned");
+    CHECK(st.segments_abandoned == 0 && st.xthread_pending_bytes == 0,
+          "the exited owner's segment held only the block main freed: it should be collected "
+          "and released within %.2f s; %llu segment(s) still abandoned, %.0f KiB still waiting "
+          "on a remote-free list", idle_deadline_s(), (unsigned long long)st.segments_abandoned,
+          (double)st.xthread_pending_bytes / KiB);
+    xrace_expect_rss_back(rss_base, "a free racing its owner's exit");
+    if (st.segments_abandoned != 0 || st.xthread_pending_bytes != 0)
+        xrace_report_forced(rss_base);
+}
+
+static void child_a_remote_free_racing_a_reclaim_reaches_the_new_owner(void)
+{
+    scavenger_start();
+    long rss_base = rss_settled();
+    pthread_t owner, reclaimer;
+    REQUIRE(start_thread(&owner, 256 * KiB, xrace_owner, (void *)(intptr_t)1) == 0, "pthread_create failed");
+    pthread_join(owner, NULL); /* its segment is abandoned, the page holding one block */
+    REQUIRE(xrace.block != NULL, "malloc(24 KiB) returned NULL");
+    REQUIRE(start_thread(&reclaimer, 256 * KiB, xrace_reclaimer, NULL) == 0, "pthread_create failed");
+    sleep_ms(200); /* the pass the exit started has come and gone */
+    page_inject_remote_free_pause(300);
+    atomic_store(&xrace.phase, 2);
+    free(xrace.block); /* the reclaimer adopts the page while this free waits before its CAS */
+    bool reclaimed_in_pause = atomic_load(&xrace.phase) == 3;
+    page_inject_remote_free_pause(0);
+    double waited;
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    xrace_wait_clean(&st, &waited);
+    xrace_report("a free racing a reclaim", rss_base, &st, waited);
+    CHECK(reclaimed_in_pause && xrace.big != NULL, "the test expects the reclaim inside the free's "
+          "300 ms pause; the reclaimer %s", xrace.big ? "came after it" : "got NULL");
+    CHECK(st.segments_abandoned == 0 && st.xthread_pending_bytes == 0,
+          "the block freed into the page the idle reclaimer adopted should be collected (and the "
+          "emptied page freed) within %.2f s; %llu segment(s) abandoned, %.0f KiB still waiting "
+          "on a remote-free list", idle_deadline_s(), (unsigned long long)st.segments_abandoned,
+          (double)st.xthread_pending_bytes / KiB);
+    xrace_expect_rss_back(rss_base, "a free racing a reclaim");
+    if (st.segments_abandoned != 0 || st.xthread_pending_bytes != 0)
+        xrace_report_forced(rss_base);
+    atomic_store(&xrace.phase, 4);
+    pthread_join(reclaimer, NULL);
+}
+
+static void a_remote_free_racing_the_owners_exit_is_collected(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_a_remote_free_racing_the_owners_exit_is_collected", env, 60);
+}
+
+static void a_remote_free_racing_a_reclaim_reaches_the_new_owner(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_a_remote_free_racing_a_reclaim_reaches_the_new_owner", env, 60);
+}
+
 /* A purge pass reads the clock once, at its start; a huge block freed while
  * the pass runs is stamped later than that. The pass then computed its age
  * as a negative number, unsigned: older than any unmap delay, so a block
@@ -4475,6 +4656,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_exit_does_not_write_into_segments_it_abandoned),
     CHILD_CASE(child_a_handler_allocating_during_thread_exit_gets_its_own_heap),
     CHILD_CASE(child_segment_emptied_during_a_collect_pass_is_released),
+    CHILD_CASE(child_a_remote_free_racing_the_owners_exit_is_collected),
+    CHILD_CASE(child_a_remote_free_racing_a_reclaim_reaches_the_new_owner),
     CHILD_CASE(child_a_huge_block_freed_during_a_pass_stays_cached),
     CHILD_CASE(child_no_membarrier_idle_owners_let_the_scavenger_sleep),
     CHILD_CASE(child_membarrier_refused_after_start_works_as_without),
@@ -4521,6 +4704,8 @@ int main(int argc, char **argv)
     RUN_CASE(exit_does_not_write_into_segments_it_abandoned);
     RUN_CASE(a_handler_allocating_during_thread_exit_gets_its_own_heap);
     RUN_CASE(segment_emptied_during_a_collect_pass_is_released);
+    RUN_CASE(a_remote_free_racing_the_owners_exit_is_collected);
+    RUN_CASE(a_remote_free_racing_a_reclaim_reaches_the_new_owner);
     RUN_CASE(a_huge_block_freed_during_a_pass_stays_cached);
     RUN_CASE(no_membarrier_idle_owners_let_the_scavenger_sleep);
     RUN_CASE(membarrier_refused_after_start_works_as_without);
