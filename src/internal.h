@@ -1040,9 +1040,11 @@ void heap_inject_exit_pause(long ms);
 void heap_inject_exit_signal(int sig);
 /* Tests: sleep `ms` in every collect pass of abandoned segments before they go back on the list. */
 void segment_inject_collect_pause(long ms);
-/* Tests: the calling thread's next remote free of a small block sleeps `ms`
- * (at most 65535) between its reads of the page and its CAS (page.c). */
+/* Tests: the calling thread's next remote free sleeps `ms` (at most 65535)
+ * between its reads of the page or segment and its push or OR (page.c,
+ * segment.c); page_remote_free_pause sleeps it, when tls asks. */
 void page_inject_remote_free_pause(long ms);
+void page_remote_free_pause(void);
 /* Tests: ask the calling thread's heap to collect, as the scavenger does. */
 void heap_inject_collect_request(void);
 

@@ -663,7 +663,7 @@ void page_inject_remote_free_pause(long ms)
     tls.remote_free_pause_ms = (uint16_t)(ms <= 0 ? 0 : ms > UINT16_MAX ? UINT16_MAX : ms);
 }
 
-static ebb_noinline void page_remote_free_pause(void)
+ebb_noinline void page_remote_free_pause(void)
 {
     long ms = tls.remote_free_pause_ms;
     tls.remote_free_pause_ms = 0;

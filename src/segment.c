@@ -979,24 +979,41 @@ bool segment_reclaim_for_class(heap_t *heap, unsigned cls)
 /* A large page freed by a thread that is not its segment's owner. */
 void segment_free_large_remote(segment_t *seg, page_t *page)
 {
-    if (atomic_load_explicit(&seg->thread_id, memory_order_acquire) != 0) {
-        /* Owned by a live thread: the OR is our last access. If that leaves
-         * the segment entirely free and the owner sleeps, only the scavenger
-         * will release it (heap_scavenge): tell it, through the owner's heap
-         * (read before the OR; heaps are never unmapped). */
+    bool owned = atomic_load_explicit(&seg->thread_id, memory_order_acquire) != 0;
+    if (ebb_unlikely(tls.remote_free_pause_ms != 0))
+        page_remote_free_pause(); /* tests: the owner exits, or a reclaim comes, here */
+    if (owned) {
+        /* Owned by a live thread when we looked: the OR is our last access.
+         * If that leaves the segment entirely free and the owner sleeps,
+         * only the scavenger will release it (heap_scavenge): tell it,
+         * through the owner's heap (read before the OR; heaps are never
+         * unmapped). The owner may have exited since we looked: its exit
+         * touched the abandoned list before our OR, and that pass may have
+         * found the segment still in use, so touch it again (one flag);
+         * else the segment, entirely free, stayed listed until some other
+         * touch (review finding; test_purge_hooks). */
         heap_t *heap = atomic_load_explicit(&page->heap, memory_order_acquire);
         segment_free_large_run_remote(page);
-        if (heap) {
+        if (heap)
             atomic_store(&heap->remote_pending, 1);
-            purge_wake();
-        }
+        segment_abandoned_touch(); /* and purge_wake */
         return;
     }
-    /* Abandoned (or being reclaimed, or cached: it cannot be cached, the page
-     * is live). Under the lock the segment cannot be reclaimed and released
-     * behind our back. */
+    /* Abandoned when we looked (or being reclaimed, or cached: it cannot be
+     * cached, the page is live). Under the lock the segment cannot be
+     * reclaimed and released behind our back. One reclaimed since we looked
+     * named its new owner in its large pages before it let the lock go: tell
+     * that heap, read before the OR (an idle reclaimer with an entirely free
+     * segment would otherwise keep it). Off the list but not reclaimed (the
+     * scavenger's pass holds it), the heap is NULL, and the pass sees the
+     * run. */
     lock_acquire(&abandoned_lock);
+    heap_t *new_owner = seg->in_abandoned ? NULL : atomic_load_explicit(&page->heap, memory_order_acquire);
     segment_free_large_run_remote(page);
+    if (new_owner) {
+        atomic_store(&new_owner->remote_pending, 1);
+        purge_wake();
+    }
     bool release = false;
     if (seg->in_abandoned &&
         atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL) {

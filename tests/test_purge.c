@@ -4218,6 +4218,63 @@ static void child_a_remote_free_racing_a_reclaim_reaches_the_new_owner(void)
     pthread_join(reclaimer, NULL);
 }
 
+/* The same race for a large block (a run of slices, not a page of blocks):
+ * a freer that found the segment owned ORs the run free after the owner's
+ * exit listed the segment and the pass that exit started found it still in
+ * use. The segment, now entirely free, stayed listed until some later touch
+ * of the abandoned list (review finding). The owner's only block is one of
+ * 512 KiB, all touched. */
+#define XRACE_LARGE (512 * KiB)
+
+static void *xrace_large_owner(void *unused)
+{
+    (void)unused;
+    void *b = malloc(XRACE_LARGE);
+    if (b)
+        touch(b, XRACE_LARGE, 6);
+    xrace.block = b;
+    atomic_store(&xrace.phase, 1);
+    while (atomic_load(&xrace.phase) < 2)
+        sleep_ms(1);
+    return NULL;
+}
+
+static void child_a_large_remote_free_racing_the_owners_exit_is_collected(void)
+{
+    scavenger_start();
+    long rss_base = rss_settled();
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, xrace_large_owner, NULL) == 0, "pthread_create failed");
+    while (atomic_load(&xrace.phase) != 1)
+        sleep_ms(1);
+    REQUIRE(xrace.block != NULL, "malloc(512 KiB) returned NULL");
+    page_inject_remote_free_pause(300);
+    atomic_store(&xrace.phase, 2); /* the owner returns and exits... */
+    free(xrace.block);             /* ...while this free waits before its OR */
+    bool exited_in_pause = pthread_tryjoin_np(t, NULL) == 0;
+    if (!exited_in_pause)
+        pthread_join(t, NULL);
+    page_inject_remote_free_pause(0);
+    double waited;
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    xrace_wait_clean(&st, &waited);
+    xrace_report("a large free racing its owner's exit", rss_base, &st, waited);
+    CHECK(exited_in_pause, "the test expects the owner's exit inside the free's 300 ms pause; "
+          "the owner was still running when the free returned");
+    CHECK(st.segments_abandoned == 0, "the exited owner's segment, entirely free after the "
+          "free, should be released within %.2f s; %llu segment(s) still abandoned",
+          idle_deadline_s(), (unsigned long long)st.segments_abandoned);
+    xrace_expect_rss_back(rss_base, "a large free racing its owner's exit");
+    if (st.segments_abandoned != 0)
+        xrace_report_forced(rss_base);
+}
+
+static void a_large_remote_free_racing_the_owners_exit_is_collected(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_a_large_remote_free_racing_the_owners_exit_is_collected", env, 60);
+}
+
 static void a_remote_free_racing_the_owners_exit_is_collected(void)
 {
     static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
@@ -4658,6 +4715,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_segment_emptied_during_a_collect_pass_is_released),
     CHILD_CASE(child_a_remote_free_racing_the_owners_exit_is_collected),
     CHILD_CASE(child_a_remote_free_racing_a_reclaim_reaches_the_new_owner),
+    CHILD_CASE(child_a_large_remote_free_racing_the_owners_exit_is_collected),
     CHILD_CASE(child_a_huge_block_freed_during_a_pass_stays_cached),
     CHILD_CASE(child_no_membarrier_idle_owners_let_the_scavenger_sleep),
     CHILD_CASE(child_membarrier_refused_after_start_works_as_without),
@@ -4706,6 +4764,7 @@ int main(int argc, char **argv)
     RUN_CASE(segment_emptied_during_a_collect_pass_is_released);
     RUN_CASE(a_remote_free_racing_the_owners_exit_is_collected);
     RUN_CASE(a_remote_free_racing_a_reclaim_reaches_the_new_owner);
+    RUN_CASE(a_large_remote_free_racing_the_owners_exit_is_collected);
     RUN_CASE(a_huge_block_freed_during_a_pass_stays_cached);
     RUN_CASE(no_membarrier_idle_owners_let_the_scavenger_sleep);
     RUN_CASE(membarrier_refused_after_start_works_as_without);
