@@ -317,6 +317,15 @@ static void heap_thread_done(void *arg)
         return;
     if (heap == tls_debug_heap)
         trace_counts_flush();
+    /* No signal handler runs until the heap is back in the pool: one that
+     * allocated after the lock is let go but before tls.heap is cleared
+     * would put segments into a heap that is being reset (and the pool
+     * would forget them); one after that, before the put, handed this heap
+     * back itself before 13bb68b (review findings). Two system calls, in a
+     * thread's exit. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     lock_acquire(&heap->lock);
     heap_collect_pages(heap, true);
     segment_abandon_all(heap);
@@ -337,6 +346,7 @@ static void heap_thread_done(void *arg)
     lock_acquire(&heap_pool_lock);
     heap_pool_put_locked(heap);
     lock_release(&heap_pool_lock);
+    pthread_sigmask(SIG_SETMASK, &old, NULL); /* a handler that allocates gets a new heap */
 }
 
 void ebb_collect(bool force)

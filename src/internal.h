@@ -1036,7 +1036,8 @@ bool heap_scavenge_pending(void);
 /* Tests: sleep `ms` in every thread exit right after its segments are abandoned. */
 void heap_inject_exit_pause(long ms);
 /* Tests: raise `sig` (0: none) in every thread exit after the heap's lock is
- * dropped and before the heap goes back to the pool. */
+ * dropped and before the heap goes back to the pool (blocked there: its
+ * handler runs once the heap is back). */
 void heap_inject_exit_signal(int sig);
 /* Tests: sleep `ms` in every collect pass of abandoned segments before they go back on the list. */
 void segment_inject_collect_pause(long ms);

@@ -613,8 +613,14 @@ static bool scan_relro_in_child(void)
         if (n == RELRO_WALK_MAX || !read_own(&m, at, sizeof m))
             return false;
         at = (uintptr_t)m.l_next;
-        if (m.l_name == NULL || !read_own(&name0, (uintptr_t)m.l_name, 1) || name0 == '\0')
-            continue; /* the program (done above), or a name gone */
+        if (m.l_name == NULL)
+            continue; /* the program (done above) */
+        if (!read_own(&name0, (uintptr_t)m.l_name, 1)) {
+            whole = false; /* a module whose name is gone: changed under the walk */
+            continue;
+        }
+        if (name0 == '\0')
+            continue; /* the program (done above) */
         ElfW(Ehdr) eh;
         if (!read_own(&eh, m.l_addr, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
             whole = false;
@@ -646,9 +652,11 @@ typedef struct dead_stack_s {
  * (tests/debug/leak_exit_on_altstack.c); in a thread other than the main
  * one, its stack's start as the C library knows it, which may be a stack
  * the program carved from a mapping of its own
- * (tests/debug/leak_exit_on_carved_stack.c); for the main thread, whose
- * mapping is its stack alone, the mapping's start (low 0). Before the
- * report takes any lock: pthread_getattr_np allocates. */
+ * (tests/debug/leak_exit_on_carved_stack.c); for the main thread, its
+ * stack's lowest address as its size limit allows, at or below the start of
+ * its mapping, which is its stack alone (asked of every thread alike: in a
+ * child forked by another thread, that thread is the process's first).
+ * Before the report takes any lock: pthread_getattr_np allocates. */
 static dead_stack_t dead_stack_below(uintptr_t sp)
 {
     dead_stack_t d = {0, sp};
@@ -659,7 +667,7 @@ static dead_stack_t dead_stack_below(uintptr_t sp)
         return d;
     }
     pthread_attr_t attr;
-    if (os_gettid() == os_getpid() || pthread_getattr_np(pthread_self(), &attr) != 0)
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
         return d;
     void *addr;
     size_t size;

@@ -60,7 +60,16 @@
  *        heap read after it the adopter's; or in a page that never changed
  *        hands: a first block tells that heap.
  *     A freer that read the word before a step 4 or 5 fails its CAS and decides
- *     again. (Before, the freer decided from seg->thread_id and page->heap read
+ *     again, unless both come between its read and its CAS: the exit sets the
+ *     bit and the reclaim clears it, the word holds its old value again (with
+ *     XTHREAD_IN_FULL too, once the adopter marks the page full), and the CAS
+ *     succeeds with the old decision: the exited owner's heap is told, and the
+ *     block waits for the adopter's next collection of that class, or a
+ *     forced one. That needs the freer stopped (preempted) between two
+ *     instructions for a whole exit and reclaim; a second review reproduced
+ *     it only with the test hook holding the free 400 ms. A generation
+ *     counter in the word's unused top bits, bumped by steps 4 and 5, would
+ *     close it. (Before, the freer decided from seg->thread_id and page->heap read
  *     before its CAS: one racing its owner's exit told the exiting heap, which
  *     nobody visits once it is back in the pool, and not the abandoned list,
  *     whose pass had run already; one racing a reclaim had read no heap and

@@ -3793,8 +3793,10 @@ static void child_exit_does_not_write_into_segments_it_abandoned(void)
  * carrying the thread's id: the exiting heap itself, which the pool then
  * gave it again; heap_thread_done put it back too. The pool held the heap
  * twice, and the next destructor round walked off the end of the id index
- * (SIGSEGV). The handler's heap must be a different one, and thread churn
- * afterwards must work and give everything back. */
+ * (SIGSEGV). Since then the exit also blocks signals until the heap is back
+ * (the hook's signal is delivered there): the handler's heap must be a
+ * different one, and thread churn afterwards must work and give everything
+ * back. */
 static void *volatile exit_handler_block;
 
 static void allocate_in_handler(int sig)
