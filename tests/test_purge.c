@@ -4155,28 +4155,51 @@ static void xrace_report_forced(long rss_base)
     xrace_report("after ebb_collect(true)", rss_base, &st, 0.0);
 }
 
-static void child_a_remote_free_racing_the_owners_exit_is_collected(void)
+/* Start `owner` (with `arg`), let it publish its block, and free that block
+ * from here with the free held 300 ms before its CAS or OR while the owner
+ * exits; then wait (purge delay + 1 s) for nothing of the race to be left.
+ * Fills *st and the RSS base; false if the owner had not exited inside the
+ * pause (the window was missed). */
+static bool xrace_free_during_owner_exit(void *(*owner)(void *), void *arg, const char *what,
+                                         struct ebb_stats *st, long *rss_base)
 {
     scavenger_start();
-    long rss_base = rss_settled();
+    *rss_base = rss_settled();
     pthread_t t;
-    REQUIRE(start_thread(&t, 256 * KiB, xrace_owner, (void *)(intptr_t)2) == 0, "pthread_create failed");
+    if (start_thread(&t, 256 * KiB, owner, arg) != 0) {
+        CHECK(false, "%s: pthread_create failed", what);
+        return false;
+    }
     while (atomic_load(&xrace.phase) != 1)
         sleep_ms(1);
-    REQUIRE(xrace.block != NULL, "malloc(24 KiB) returned NULL");
+    if (xrace.block == NULL) {
+        CHECK(false, "%s: the owner's malloc returned NULL", what);
+        atomic_store(&xrace.phase, 2);
+        pthread_join(t, NULL);
+        return false;
+    }
     page_inject_remote_free_pause(300);
     atomic_store(&xrace.phase, 2); /* the owner returns and exits... */
-    free(xrace.block);             /* ...while this free waits before its CAS */
+    free(xrace.block);             /* ...while this free waits before its CAS or OR */
     bool exited_in_pause = pthread_tryjoin_np(t, NULL) == 0;
     if (!exited_in_pause)
         pthread_join(t, NULL);
     page_inject_remote_free_pause(0);
     double waited;
-    struct ebb_stats st = {.version = EBB_STATS_VERSION};
-    xrace_wait_clean(&st, &waited);
-    xrace_report("a free racing its owner's exit", rss_base, &st, waited);
-    CHECK(exited_in_pause, "the test expects the owner's exit inside the free's 300 ms pause; "
-          "the owner was still running when the free returned");
+    st->version = EBB_STATS_VERSION;
+    xrace_wait_clean(st, &waited);
+    xrace_report(what, *rss_base, st, waited);
+    CHECK(exited_in_pause, "%s: the test expects the owner's exit inside the free's 300 ms "
+          "pause; the owner was still running when the free returned", what);
+    return exited_in_pause;
+}
+
+static void child_a_remote_free_racing_the_owners_exit_is_collected(void)
+{
+    struct ebb_stats st;
+    long rss_base;
+    xrace_free_during_owner_exit(xrace_owner, (void *)(intptr_t)2, "a free racing its owner's exit",
+                                 &st, &rss_base);
     CHECK(st.segments_abandoned == 0 && st.xthread_pending_bytes == 0,
           "the exited owner's segment held only the block main freed: it should be collected "
           "and released within %.2f s; %llu segment(s) still abandoned, %.0f KiB still waiting "
@@ -4243,26 +4266,10 @@ static void *xrace_large_owner(void *unused)
 
 static void child_a_large_remote_free_racing_the_owners_exit_is_collected(void)
 {
-    scavenger_start();
-    long rss_base = rss_settled();
-    pthread_t t;
-    REQUIRE(start_thread(&t, 256 * KiB, xrace_large_owner, NULL) == 0, "pthread_create failed");
-    while (atomic_load(&xrace.phase) != 1)
-        sleep_ms(1);
-    REQUIRE(xrace.block != NULL, "malloc(512 KiB) returned NULL");
-    page_inject_remote_free_pause(300);
-    atomic_store(&xrace.phase, 2); /* the owner returns and exits... */
-    free(xrace.block);             /* ...while this free waits before its OR */
-    bool exited_in_pause = pthread_tryjoin_np(t, NULL) == 0;
-    if (!exited_in_pause)
-        pthread_join(t, NULL);
-    page_inject_remote_free_pause(0);
-    double waited;
-    struct ebb_stats st = {.version = EBB_STATS_VERSION};
-    xrace_wait_clean(&st, &waited);
-    xrace_report("a large free racing its owner's exit", rss_base, &st, waited);
-    CHECK(exited_in_pause, "the test expects the owner's exit inside the free's 300 ms pause; "
-          "the owner was still running when the free returned");
+    struct ebb_stats st;
+    long rss_base;
+    xrace_free_during_owner_exit(xrace_large_owner, NULL, "a large free racing its owner's exit",
+                                 &st, &rss_base);
     CHECK(st.segments_abandoned == 0, "the exited owner's segment, entirely free after the "
           "free, should be released within %.2f s; %llu segment(s) still abandoned",
           idle_deadline_s(), (unsigned long long)st.segments_abandoned);
