@@ -325,7 +325,18 @@ enum { PAGE_FREE = 0, PAGE_SMALL = 1, PAGE_LARGE = 2 };
  * "whom a remote free tells"). */
 #define XTHREAD_IN_FULL   ((uintptr_t)1)
 #define XTHREAD_ABANDONED ((uintptr_t)2)
-#define XTHREAD_FLAGS     (XTHREAD_IN_FULL | XTHREAD_ABANDONED)
+/* And the top bits, which no user-space address uses (x86-64 and aarch64 give
+ * user space at most 57 bits): a generation that each reclaim bumps (page.c,
+ * step 5), so that an exit and a reclaim both inside one freer's read-to-CAS
+ * window do not leave the word as the freer read it (ABA). */
+#if UINTPTR_MAX > 0xffffffffu
+#define XTHREAD_GEN_ONE   ((uintptr_t)1 << 57)
+#define XTHREAD_GEN_MASK  (~(uintptr_t)0 << 57)
+#else
+#define XTHREAD_GEN_ONE   ((uintptr_t)0) /* no spare bits: no generation */
+#define XTHREAD_GEN_MASK  ((uintptr_t)0)
+#endif
+#define XTHREAD_FLAGS     (XTHREAD_IN_FULL | XTHREAD_ABANDONED | XTHREAD_GEN_MASK)
 
 /* A page descriptor. One per slice, in the segment header; for a run of slices
  * the descriptor of the first slice is the page (segment_t.slice_offset leads

@@ -45,11 +45,14 @@
  *        XTHREAD_ABANDONED in each small page in use (release), then lists the
  *        segment, and only then touches the abandoned list
  *        (segment_abandon_all, page_mark_abandoned);
- *     5. a thread reclaiming it sets page->heap to its own heap, then exchanges
- *        the word to 0 (acq_rel): it takes the blocks and clears both bits
+ *     5. a thread reclaiming it sets page->heap to its own heap, then swaps
+ *        the word (acq_rel) for an empty one of the next generation (the
+ *        word's top bits, XTHREAD_GEN_MASK): it takes the blocks, clears both
+ *        bits, and makes the word differ from any it held before step 4
  *        (page_adopt). The scavenger's pass, which collects an abandoned page
- *        without owning it, exchanges the word to XTHREAD_ABANDONED instead
- *        (page_collect_abandoned): the page stays ownerless;
+ *        without owning it, leaves XTHREAD_ABANDONED and the generation
+ *        instead (page_collect_abandoned): the page stays ownerless. Every
+ *        other write of the word by an owner keeps the generation;
  *     6. a remote freer reads the word, then page->heap (again after every
  *        failed CAS), and pushes with a CAS that keeps both bits. If the word
  *        it replaced had XTHREAD_ABANDONED, the page had no owner when the
@@ -60,16 +63,14 @@
  *        heap read after it the adopter's; or in a page that never changed
  *        hands: a first block tells that heap.
  *     A freer that read the word before a step 4 or 5 fails its CAS and decides
- *     again, unless both come between its read and its CAS: the exit sets the
- *     bit and the reclaim clears it, the word holds its old value again (with
- *     XTHREAD_IN_FULL too, once the adopter marks the page full), and the CAS
- *     succeeds with the old decision: the exited owner's heap is told, and the
- *     block waits for the adopter's next collection of that class, or a
- *     forced one. That needs the freer stopped (preempted) between two
- *     instructions for a whole exit and reclaim; a second review reproduced
- *     it only with the test hook holding the free 400 ms. A generation
- *     counter in the word's unused top bits, bumped by steps 4 and 5, would
- *     close it. (Before, the freer decided from seg->thread_id and page->heap read
+ *     again, also when both come between its read and its CAS: without the
+ *     generation, the exit set the bit and the reclaim cleared it, the word
+ *     held its old value again (with XTHREAD_IN_FULL too, once the adopter
+ *     marked the page full), and the CAS succeeded with the old decision: the
+ *     exited owner's heap was told, and the block waited for the adopter's
+ *     next collection of that class, or a forced one (second review, with the
+ *     test hook holding the free 400 ms; test_purge_hooks). The generation
+ *     wraps after 128 reclaims of one page inside one freer's window. (Before, the freer decided from seg->thread_id and page->heap read
  *     before its CAS: one racing its owner's exit told the exiting heap, which
  *     nobody visits once it is back in the pool, and not the abandoned list,
  *     whose pass had run already; one racing a reclaim had read no heap and
@@ -230,7 +231,9 @@ static void page_take_remote(page_t *page, block_t *list)
 static void page_collect(page_t *page)
 {
     if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_FLAGS) {
-        uintptr_t x = atomic_exchange_explicit(&page->xthread_free, 0, memory_order_acquire);
+        /* The list and XTHREAD_IN_FULL go; the generation stays. */
+        uintptr_t x = atomic_fetch_and_explicit(&page->xthread_free, XTHREAD_GEN_MASK,
+                                                memory_order_acquire);
         page_take_remote(page, (block_t *)(x & ~XTHREAD_FLAGS));
     }
 }
@@ -242,9 +245,12 @@ static void page_collect(page_t *page)
 /* Step 1 of the protocol: false if remote frees arrived (collect them instead). */
 static bool page_to_full(heap_t *heap, page_t *page)
 {
-    uintptr_t expected = 0;
-    if (!atomic_compare_exchange_strong_explicit(&page->xthread_free, &expected, XTHREAD_IN_FULL,
-                                                 memory_order_acq_rel, memory_order_relaxed))
+    /* Empty but for its generation, which it keeps. */
+    uintptr_t expected =
+        atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & XTHREAD_GEN_MASK;
+    if (!atomic_compare_exchange_strong_explicit(&page->xthread_free, &expected,
+                                                 expected | XTHREAD_IN_FULL, memory_order_acq_rel,
+                                                 memory_order_relaxed))
         return false;
     queue_remove(&heap->queues[page->class_idx], page);
     queue_push_back(&heap->full, page);
@@ -732,7 +738,7 @@ void page_free_remote(segment_t *seg, page_t *page, block_t *block)
     }
     if (heap == NULL)
         return; /* step 4 under way (heap cleared, bit not set): its touch follows */
-    if (old == XTHREAD_IN_FULL)
+    if ((old & ~XTHREAD_GEN_MASK) == XTHREAD_IN_FULL)
         atomic_store_explicit(&heap->xfull_pending, 1, memory_order_release);
     atomic_store(&heap->remote_pending, 1);
     purge_wake();
@@ -770,8 +776,8 @@ static void page_steal_if_free(heap_t *heap, page_t *page)
     if (remote != page->reserved)
         return;
     /* Take the list; a push since the load means a block came back twice. */
-    if (!atomic_compare_exchange_strong_explicit(&page->xthread_free, &x, 0, memory_order_acquire,
-                                                 memory_order_relaxed))
+    if (!atomic_compare_exchange_strong_explicit(&page->xthread_free, &x, x & XTHREAD_GEN_MASK,
+                                                 memory_order_acquire, memory_order_relaxed))
         return;
     page->used = 0;
     page_free(heap, page);
@@ -787,12 +793,20 @@ void heap_steal_free_pages(heap_t *heap)
 }
 
 /* A page nobody owns (its segment off the abandoned list, held by the
- * caller): take its remote frees, leaving `keep` in the word (step 5), and
- * free it if that emptied it (then true). Acquire: the blocks' links;
- * release: a freer that reads `keep` sees the page->heap stored before. */
-static bool page_collect_unowned(page_t *page, uintptr_t keep)
+ * caller): take its remote frees, and free it if that emptied it (then
+ * true). `adopt`: the caller adopts the page (step 5): the word becomes
+ * empty with the next generation; else it stays abandoned, generation and
+ * all. Acquire: the blocks' links; release: a freer that reads the new word
+ * sees the page->heap stored before. */
+static bool page_collect_unowned(page_t *page, bool adopt)
 {
-    uintptr_t x = atomic_exchange_explicit(&page->xthread_free, keep, memory_order_acq_rel);
+    uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_relaxed);
+    uintptr_t next;
+    do {
+        next = adopt ? (x + XTHREAD_GEN_ONE) & XTHREAD_GEN_MASK
+                     : (x & XTHREAD_GEN_MASK) | XTHREAD_ABANDONED;
+    } while (!atomic_compare_exchange_weak_explicit(&page->xthread_free, &x, next,
+                                                    memory_order_acq_rel, memory_order_relaxed));
     page_take_remote(page, (block_t *)(x & ~XTHREAD_FLAGS)); /* XTHREAD_IN_FULL goes too */
     page->in_full = 0;
     if (page->used != 0)
@@ -803,7 +817,7 @@ static bool page_collect_unowned(page_t *page, uintptr_t keep)
 
 bool page_collect_abandoned(page_t *page)
 {
-    return page_collect_unowned(page, XTHREAD_ABANDONED);
+    return page_collect_unowned(page, false);
 }
 
 /* Step 4, for one page, after its heap was cleared. */
@@ -838,7 +852,7 @@ void page_adopt(heap_t *heap, page_t *page)
 {
     atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
     page->next = page->prev = NULL;
-    if (page_collect_unowned(page, 0)) /* step 5: the page is ours from here */
+    if (page_collect_unowned(page, true)) /* step 5: the page is ours from here */
         return;
     queue_push_back(&heap->queues[page->class_idx], page);
     if (heap->queues[page->class_idx].first == page)

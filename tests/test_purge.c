@@ -4278,6 +4278,104 @@ static void child_a_large_remote_free_racing_the_owners_exit_is_collected(void)
         xrace_report_forced(rss_base);
 }
 
+/* Both inside one free's window (second review): the owner exits (the word
+ * gets XTHREAD_ABANDONED) and another thread reclaims the segment (the word
+ * is emptied again). Without a generation in the word, the free's CAS found
+ * the word as it had read it and told the exited owner's heap: the block
+ * waited on the list of a page the idle reclaimer never looked at. The
+ * reclaimer made its heap before the owner existed (so it is not handed the
+ * owner's) and filled its own segment, so that its malloc(1 MiB) must
+ * reclaim; it does 150 ms into the 400 ms pause, the owner exits at 20 ms. */
+static struct {
+    void *block;
+    atomic_int phase; /* 10: reclaimer ready; 1: block published; 2: main frees; 3: reclaimed; 4: done */
+} aba;
+
+static void *aba_owner(void *unused)
+{
+    (void)unused;
+    void *b[XRACE_BLOCKS];
+    for (int i = 0; i < XRACE_BLOCKS; i++) {
+        b[i] = malloc(XRACE_BLOCK);
+        if (b[i])
+            touch(b[i], XRACE_BLOCK, 5);
+    }
+    for (int i = 1; i < XRACE_BLOCKS; i++)
+        free(b[i]);
+    aba.block = b[0];
+    atomic_store(&aba.phase, 1);
+    while (atomic_load(&aba.phase) < 2)
+        sleep_ms(1);
+    sleep_ms(20); /* main's reads come first */
+    return NULL;
+}
+
+static void *aba_reclaimer(void *unused)
+{
+    (void)unused;
+    void *x = malloc(2 * MiB), *y = malloc(1536 * KiB);
+    if (x)
+        touch(x, 4096, 1);
+    if (y)
+        touch(y, 4096, 1);
+    atomic_store(&aba.phase, 10);
+    while (atomic_load(&aba.phase) != 2)
+        sleep_ms(1);
+    sleep_ms(150);
+    void *big = malloc(MiB);
+    atomic_store(&aba.phase, 3);
+    while (atomic_load(&aba.phase) != 4)
+        sleep_ms(5); /* idle: no allocator call */
+    free(big);
+    free(x);
+    free(y);
+    return NULL;
+}
+
+static void child_a_remote_free_racing_an_exit_and_a_reclaim_reaches_the_new_owner(void)
+{
+    scavenger_start();
+    free(malloc(4 * MiB));
+    free(malloc(4 * MiB));
+    ebb_collect(true);
+    long rss_base = rss_settled();
+    pthread_t owner, reclaimer;
+    REQUIRE(start_thread(&reclaimer, 256 * KiB, aba_reclaimer, NULL) == 0, "pthread_create failed");
+    while (atomic_load(&aba.phase) != 10)
+        sleep_ms(1);
+    atomic_store(&aba.phase, 0);
+    REQUIRE(start_thread(&owner, 256 * KiB, aba_owner, NULL) == 0, "pthread_create failed");
+    while (atomic_load(&aba.phase) != 1)
+        sleep_ms(1);
+    REQUIRE(aba.block != NULL, "malloc(24 KiB) returned NULL");
+    page_inject_remote_free_pause(400);
+    atomic_store(&aba.phase, 2);
+    free(aba.block); /* the owner exits and the reclaimer adopts the page meanwhile */
+    bool both_in_pause = atomic_load(&aba.phase) == 3;
+    pthread_join(owner, NULL);
+    page_inject_remote_free_pause(0);
+    double waited;
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    xrace_wait_clean(&st, &waited);
+    xrace_report("a free racing an exit and a reclaim", rss_base, &st, waited);
+    CHECK(both_in_pause, "the test expects the exit and the reclaim inside the free's 400 ms "
+          "pause; the reclaim came after it");
+    CHECK(st.xthread_pending_bytes == 0, "the block freed into the page the idle reclaimer "
+          "adopted should be collected within %.2f s; %.0f KiB still waiting on a remote-free "
+          "list", idle_deadline_s(), (double)st.xthread_pending_bytes / KiB);
+    if (st.xthread_pending_bytes != 0)
+        xrace_report_forced(rss_base);
+    atomic_store(&aba.phase, 4);
+    pthread_join(reclaimer, NULL);
+}
+
+static void a_remote_free_racing_an_exit_and_a_reclaim_reaches_the_new_owner(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_a_remote_free_racing_an_exit_and_a_reclaim_reaches_the_new_owner",
+                        env, 60);
+}
+
 static void a_large_remote_free_racing_the_owners_exit_is_collected(void)
 {
     static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
@@ -4725,6 +4823,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_a_remote_free_racing_the_owners_exit_is_collected),
     CHILD_CASE(child_a_remote_free_racing_a_reclaim_reaches_the_new_owner),
     CHILD_CASE(child_a_large_remote_free_racing_the_owners_exit_is_collected),
+    CHILD_CASE(child_a_remote_free_racing_an_exit_and_a_reclaim_reaches_the_new_owner),
     CHILD_CASE(child_a_huge_block_freed_during_a_pass_stays_cached),
     CHILD_CASE(child_no_membarrier_idle_owners_let_the_scavenger_sleep),
     CHILD_CASE(child_membarrier_refused_after_start_works_as_without),
@@ -4774,6 +4873,7 @@ int main(int argc, char **argv)
     RUN_CASE(a_remote_free_racing_the_owners_exit_is_collected);
     RUN_CASE(a_remote_free_racing_a_reclaim_reaches_the_new_owner);
     RUN_CASE(a_large_remote_free_racing_the_owners_exit_is_collected);
+    RUN_CASE(a_remote_free_racing_an_exit_and_a_reclaim_reaches_the_new_owner);
     RUN_CASE(a_huge_block_freed_during_a_pass_stays_cached);
     RUN_CASE(no_membarrier_idle_owners_let_the_scavenger_sleep);
     RUN_CASE(membarrier_refused_after_start_works_as_without);
