@@ -143,6 +143,15 @@ static void span_add(debug_header_t *h, uintptr_t map_end)
                                     .inherited = inherited};
 }
 
+/* Read n bytes at `from` of this process, without faulting; false if they
+ * are not all mapped (another thread may unmap memory while the report
+ * runs). */
+static bool read_own(void *to, uintptr_t from, size_t n)
+{
+    struct iovec local = {to, n}, remote = {(void *)from, n};
+    return process_vm_readv(lk.pid, &local, 1, &remote, 1, 0) == (ssize_t)n;
+}
+
 /* Whether the unmarked block of s is still the block that was listed. Other
  * threads run on while the report scans, and a block they free after the
  * scan passed the pointers to it is not lost (review finding: a program
@@ -152,8 +161,7 @@ static void span_add(debug_header_t *h, uintptr_t map_end)
 static bool span_still_listed(const span_t *s)
 {
     debug_header_t c;
-    struct iovec local = {&c, sizeof c}, remote = {(void *)s->header, sizeof c};
-    if (process_vm_readv(lk.pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof c)
+    if (!read_own(&c, s->header, sizeof c))
         return false;
     uint64_t m = atomic_load_explicit(&c.magic, memory_order_relaxed);
     bool live = m == (DEBUG_MAGIC_LIVE ^ s->header) || m == (DEBUG_MAGIC_CHECKED_LIVE ^ s->header);
@@ -481,9 +489,7 @@ static void scan_resident_pages(uintptr_t start, uintptr_t end)
 static uintptr_t ebb_unit_end(uintptr_t unit)
 {
     unsigned char head[offsetof(segment_t, map_size) + sizeof(size_t)]; /* up to map_size */
-    struct iovec local = {head, sizeof head};
-    struct iovec remote = {(void *)unit, sizeof head};
-    if (process_vm_readv(lk.pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof head)
+    if (!read_own(head, unit, sizeof head))
         return unit + SEGMENT_SIZE;
     uint32_t kind;
     size_t map_size;
@@ -570,13 +576,6 @@ static int scan_relro_cb(struct dl_phdr_info *info, size_t size, void *arg)
         }
     }
     return 0;
-}
-
-/* Read n bytes at `from` of this process; false if they are not all mapped. */
-static bool read_own(void *to, uintptr_t from, size_t n)
-{
-    struct iovec local = {to, n}, remote = {(void *)from, n};
-    return process_vm_readv(lk.pid, &local, 1, &remote, 1, 0) == (ssize_t)n;
 }
 
 /* The RELRO regions of a module whose phnum program headers are at `phdr`,

@@ -178,8 +178,8 @@ bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
         errno = saved;
         return false;
     }
-    size_t held = 0;   /* bytes of a line not finished yet, at buf */
-    bool cut = false;  /* the rest of an over-long line is being skipped */
+    size_t held = 0;   /* bytes of a record not finished yet, at buf */
+    bool cut = false;  /* the rest of an over-long record is being skipped */
     bool ok = true;
     for (;;) {
         ssize_t r = read(fd, buf + held, cap - held);
@@ -200,7 +200,7 @@ bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
         }
         held = end - from;
         memmove(buf, buf + from, held);
-        if (held == cap) { /* a line longer than buf: give what fits */
+        if (held == cap) { /* a record longer than buf: give what fits */
             if (!cut)
                 fn(buf, held, arg);
             cut = true;
@@ -208,7 +208,7 @@ bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
         }
     }
     if (held > 0 && !cut && ok)
-        fn(buf, held, arg); /* a last line without its newline */
+        fn(buf, held, arg); /* a last record without its separator */
     close(fd);
     errno = saved;
     return ok;

@@ -59,7 +59,7 @@
  *        block landed: a first block touches the abandoned list, and the pass
  *        (or a reclaim's step 5, whichever comes first) takes it. Otherwise the
  *        block landed before step 4's bit, and the exiting thread's touch
- *        comes after it; or after step 5's exchange, whose release made the
+ *        comes after it; or after step 5's swap, whose release made the
  *        heap read after it the adopter's; or in a page that never changed
  *        hands: a first block tells that heap.
  *     A freer that read the word before a step 4 or 5 fails its CAS and decides
@@ -70,7 +70,8 @@
  *     exited owner's heap was told, and the block waited for the adopter's
  *     next collection of that class, or a forced one (second review, with the
  *     test hook holding the free 400 ms; test_purge_hooks). The generation
- *     wraps after 128 reclaims of one page inside one freer's window. (Before, the freer decided from seg->thread_id and page->heap read
+ *     wraps after 128 reclaims of one page inside one freer's window.
+ *     (Before, the freer decided from seg->thread_id and page->heap read
  *     before its CAS: one racing its owner's exit told the exiting heap, which
  *     nobody visits once it is back in the pool, and not the abandoned list,
  *     whose pass had run already; one racing a reclaim had read no heap and

@@ -742,20 +742,18 @@ void segment_abandon_all(heap_t *heap)
              * was cleared by heap_reset after this: a page kept, refilled and
              * still in use at exit had its flag written into a segment another
              * thread had reclaimed and released meanwhile; a review's stress
-             * program crashed there 5 times in 16 runs.) */
+             * program crashed there 5 times in 16 runs.)
+             * Step 4 of "whom a remote free tells" (page.c): each small page
+             * in use, its heap cleared, then says it has no owner, in the
+             * word remote freers CAS, so that one that looked before this
+             * fails and looks again; a push that lands before the bit is
+             * collected by the pass the touch below starts. (Only pages in
+             * use: page_init_small does not reset the word, so a free run's
+             * descriptor must keep the 0 that segment_free_run left in it.) */
+            uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
             for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
                 atomic_store_explicit(&seg->pages[i].heap, NULL, memory_order_relaxed);
                 atomic_store_explicit(&seg->pages[i].kept, 0, memory_order_relaxed);
-            }
-            /* Step 4 of "whom a remote free tells" (page.c): each small page
-             * in use says it has no owner, in the word remote freers CAS, so
-             * that one that looked before this fails and looks again; a push
-             * that lands before the bit is collected by the pass the touch
-             * below starts. (Only pages in use: page_init_small does not
-             * reset the word, so a free run's descriptor must keep the 0
-             * that segment_free_run left in it.) */
-            uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
-            for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
                 if (small_page_at(seg, free_mask, i))
                     page_mark_abandoned(&seg->pages[i]);
             }
