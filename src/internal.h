@@ -753,6 +753,21 @@ static inline bool os_single_threaded(void)
 }
 /* False once the thread `tid` of this process has exited. */
 bool os_thread_alive(int tid);
+/* Debug mode's leak report: the general registers of every other thread of
+ * the process but those named `skip_name`, as a signal found them (os.c, "Other
+ * threads' registers", says how and what it costs the program). fn is called
+ * once per thread that answered, from the calling thread; `slots` is the
+ * caller's scratch for OS_REGISTERS_BATCH threads (it holds copies of
+ * pointers: not a root). Returns how many threads could not be asked or did
+ * not answer (their signal blocked, or no answer within 200 ms), UINT_MAX if
+ * none could be (no free real-time signal, /proc unreadable). */
+#define OS_REGISTERS_BATCH 64
+typedef struct os_registers_s {
+    uintptr_t words[64]; /* the thread's saved machine context, from its start */
+    size_t count;        /* words used */
+} os_registers_t;
+unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name,
+                                    void (*fn)(const os_registers_t *regs, void *arg), void *arg);
 /* Read the byte at p without faulting: 1 and *out set if it is mapped, 0 if
  * it is known not to be, -1 if the system refuses to say (a seccomp filter). */
 int os_peek_byte(const void *p, uint8_t *out);
@@ -883,6 +898,11 @@ void purge_fork_prepare_first(void);
 void purge_fork_prepare_last(void);
 void purge_fork_parent(void);
 void purge_fork_child(void);
+/* The scavenger's thread name, set by its creator before the creator's call
+ * returns (it shows in top -H). It blocks every signal; the leak report
+ * leaves it out of the threads it asks for their registers (it holds none of
+ * the program's pointers). */
+#define PURGE_THREAD_NAME "ebb-purge"
 void purge_fork_child_restart(void);
 /* Tests and telemetry. */
 unsigned long purge_pass_count(void);

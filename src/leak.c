@@ -50,6 +50,7 @@
  * read-only mappings other than RELRO).
  */
 #include <errno.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -107,6 +108,7 @@ static struct {
     uint64_t entries[4096];        /* scan_used_pages: pagemap */
     unsigned char resident[65536]; /* scan_resident_pages: mincore */
     char maps[64 << 10];           /* scan_roots: /proc/self/maps, a piece at a time */
+    os_registers_t regs[OS_REGISTERS_BATCH]; /* scan_registers: other threads' */
     struct {                       /* scan_span */
         uintptr_t base[WINDOWS]; /* 0: empty */
         size_t len[WINDOWS];     /* bytes read */
@@ -703,6 +705,24 @@ static bool scan_roots(dead_stack_t dead)
     return scan_relro() && whole;
 }
 
+static void mark_registers(const os_registers_t *regs, void *arg)
+{
+    (void)arg;
+    for (size_t i = 0; i < regs->count; i++)
+        mark_word(regs->words[i]);
+}
+
+/* Roots in the registers of the other threads, still running (os.c asks
+ * each with a signal). Ours are on our stack (__builtin_unwind_init), and a
+ * process that never created a thread has no others. How many threads'
+ * registers could not be read: UINT_MAX if none could. */
+static unsigned scan_registers(void)
+{
+    if (os_single_threaded())
+        return 0;
+    return os_other_threads_registers(scratch.regs, PURGE_THREAD_NAME, mark_registers, NULL);
+}
+
 /* Small blocks are read a window at a time: one process_vm_readv a block
  * took 7-9 us, most of a report over a heap of many small blocks (a forked
  * child's over its parent's 2,000 blocks: 18 ms), and blocks allocated
@@ -928,6 +948,7 @@ void leak_report_at_exit(void)
     huge_for_each_cached(cached_huge, NULL);
     spans_sort();
     spans_bound();
+    unsigned regs_missed = scan_registers();
     bool roots_whole = scan_roots(dead);
     mark_all();
 
@@ -1003,6 +1024,16 @@ void leak_report_at_exit(void)
         text_add(&t, "==ebb== freed by other threads while the report ran, not counted: ");
         text_add_u64(&t, gone, 0);
         text_add(&t, gone == 1 ? " block\n" : " blocks\n");
+    }
+    if (regs_missed == UINT_MAX) {
+        text_add(&t, "==ebb== other threads' registers not read (no real-time signal free, or "
+                     "/proc/self/task unreadable): blocks only they point to are counted lost\n");
+    } else if (regs_missed > 0) {
+        text_add(&t, "==ebb== registers of ");
+        text_add_u64(&t, regs_missed, 0);
+        text_add(&t, regs_missed == 1 ? " running thread" : " running threads");
+        text_add(&t, " not read (signals blocked, or no answer): blocks only they point to are "
+                     "counted lost\n");
     }
     if (!roots_whole)
         text_add(&t, "==ebb== INCOMPLETE: not every root could be listed (/proc/self/maps not read "

@@ -5,8 +5,10 @@
  * precondition stated once, plus the counters every other module reports from
  * and a failure injector for the out-of-memory tests. Nothing here allocates.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +23,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -424,6 +427,209 @@ bool os_thread_alive(int tid)
     bool alive = syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
     errno = saved;
     return alive;
+}
+
+/* ---------------------------------------------------------------------------
+ * Other threads' registers (debug mode's leak report)
+ *
+ * A pointer another running thread holds only in a register is a root the
+ * report cannot read from memory. A signal makes the kernel save each
+ * thread's registers for its handler (the ucontext), and the handler copies
+ * them out. Protocol, one batch of at most OS_REGISTERS_BATCH threads at a
+ * time (the caller's buffer holds that many):
+ *   1. Pick a real-time signal the program leaves at its default action
+ *      and install our handler (every signal blocked while it runs).
+ *   2. List /proc/self/task; for each other thread, skip it if it bears the
+ *      name to skip, or has the signal blocked (its status's SigBlk: it
+ *      would never answer; counted), write
+ *      its id into the batch, then send the signal.
+ *   3. The handler finds its own id in the batch and copies its registers
+ *      into that slot, then sets the slot's done flag (release). A handler
+ *      of a thread no batch names (it answered after its batch gave up on
+ *      it) writes nothing.
+ *   4. Wait for every slot to be done, at most REGISTERS_WAIT_MS a batch;
+ *      the caller reads each done slot (acquire).
+ *   5. Close the batch (no slot named), set the signal to SIG_IGN, which
+ *      discards one still pending, and put the program's action back.
+ * A thread's registers are those it had when the signal came: it runs on
+ * after the handler. The signal interrupts a blocking call, and some calls
+ * (nanosleep, poll, futex waits with a timeout) then return EINTR even with
+ * SA_RESTART: the report runs as the process exits, when it matters least.
+ * ------------------------------------------------------------------------- */
+#define REGISTERS_WAIT_MS 200
+
+static struct {
+    atomic_int tid[OS_REGISTERS_BATCH]; /* 0: no thread */
+    atomic_int done[OS_REGISTERS_BATCH];
+    os_registers_t *slots;
+} regs_batch;
+
+static void registers_handler(int sig, siginfo_t *info, void *context)
+{
+    (void)sig;
+    (void)info;
+    int saved = errno;
+    int self = (int)syscall(SYS_gettid);
+    for (int i = 0; i < OS_REGISTERS_BATCH; i++) {
+        if (atomic_load_explicit(&regs_batch.tid[i], memory_order_acquire) != self)
+            continue;
+        const mcontext_t *m = &((const ucontext_t *)context)->uc_mcontext;
+        size_t n = sizeof *m < sizeof regs_batch.slots[i].words ? sizeof *m
+                                                                : sizeof regs_batch.slots[i].words;
+        memcpy(regs_batch.slots[i].words, m, n);
+        regs_batch.slots[i].count = n / sizeof(uintptr_t);
+        atomic_store_explicit(&regs_batch.done[i], 1, memory_order_release);
+        break;
+    }
+    errno = saved;
+}
+
+/* Whether to ask thread `tid` for its registers: not if its name is
+ * `skip_name`, nor if it has `sig` blocked (it would never answer): its
+ * status's "Name:" line, and its "SigBlk:" mask in hex, bit sig - 1.
+ * *blocked tells which. Unreadable: not asked, counted blocked. */
+static bool thread_answers(int tid, int sig, const char *skip_name, bool *blocked)
+{
+    char path[64] = "/proc/self/task/", digits[16], buf[2048];
+    size_t at = strlen(path), nd = 0;
+    for (unsigned v = (unsigned)tid; v != 0 || nd == 0; v /= 10)
+        digits[nd++] = (char)('0' + v % 10);
+    while (nd > 0)
+        path[at++] = digits[--nd];
+    memcpy(path + at, "/status", sizeof "/status");
+    size_t len = os_read_file(path, buf, sizeof buf - 1);
+    buf[len] = '\0';
+    *blocked = true;
+    size_t name_len = strlen(skip_name);
+    if (strncmp(buf, "Name:\t", 6) == 0 && strncmp(buf + 6, skip_name, name_len) == 0 &&
+        buf[6 + name_len] == '\n') {
+        *blocked = false;
+        return false;
+    }
+    const char *line = strstr(buf, "\nSigBlk:");
+    if (line == NULL)
+        return false;
+    line += strlen("\nSigBlk:");
+    while (*line == ' ' || *line == '\t')
+        line++;
+    uint64_t mask = 0;
+    for (; *line != '\n' && *line != '\0'; line++) {
+        int d = *line >= '0' && *line <= '9'   ? *line - '0'
+                : *line >= 'a' && *line <= 'f' ? *line - 'a' + 10
+                                               : -1;
+        if (d < 0)
+            return false;
+        mask = mask << 4 | (uint64_t)d;
+    }
+    *blocked = sig - 1 < 64 && (mask >> (sig - 1) & 1);
+    return !*blocked;
+}
+
+typedef struct registers_pass_s {
+    void (*fn)(const os_registers_t *regs, void *arg);
+    void *arg;
+    const char *skip_name;
+    int sig, self;
+    unsigned filled, missed;
+} registers_pass_t;
+
+/* Steps 4 and 5's first half for the batch in regs_batch. */
+static void registers_batch_finish(registers_pass_t *p)
+{
+    uint64_t deadline = os_now_ms() + REGISTERS_WAIT_MS;
+    for (;;) {
+        bool all = true;
+        for (unsigned i = 0; i < p->filled; i++)
+            if (atomic_load_explicit(&regs_batch.tid[i], memory_order_relaxed) != 0 &&
+                !atomic_load_explicit(&regs_batch.done[i], memory_order_acquire))
+                all = false;
+        if (all || os_now_ms() >= deadline)
+            break;
+        struct timespec ts = {0, 200000}; /* 0.2 ms */
+        nanosleep(&ts, NULL);
+    }
+    for (unsigned i = 0; i < p->filled; i++) {
+        if (atomic_load_explicit(&regs_batch.tid[i], memory_order_relaxed) == 0)
+            continue;
+        atomic_store_explicit(&regs_batch.tid[i], 0, memory_order_relaxed);
+        if (atomic_load_explicit(&regs_batch.done[i], memory_order_acquire))
+            p->fn(&regs_batch.slots[i], p->arg);
+        else
+            p->missed++;
+        atomic_store_explicit(&regs_batch.done[i], 0, memory_order_relaxed);
+        memset(&regs_batch.slots[i], 0, sizeof regs_batch.slots[i]);
+    }
+    p->filled = 0;
+}
+
+/* Step 2 for one thread. */
+static void registers_ask(registers_pass_t *p, int tid)
+{
+    bool blocked;
+    if (tid == p->self)
+        return;
+    if (!thread_answers(tid, p->sig, p->skip_name, &blocked)) {
+        p->missed += blocked;
+        return;
+    }
+    unsigned i = p->filled++;
+    atomic_store_explicit(&regs_batch.tid[i], tid, memory_order_release);
+    int saved = errno;
+    if (syscall(SYS_tgkill, getpid(), tid, p->sig) != 0)
+        atomic_store_explicit(&regs_batch.tid[i], 0, memory_order_relaxed); /* gone */
+    errno = saved;
+    if (p->filled == OS_REGISTERS_BATCH)
+        registers_batch_finish(p);
+}
+
+unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name,
+                                    void (*fn)(const os_registers_t *regs, void *arg), void *arg)
+{
+    registers_pass_t p = {.fn = fn, .arg = arg, .self = os_gettid(), .skip_name = skip_name};
+    int saved = errno;
+    struct sigaction ours, old;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = registers_handler;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&ours.sa_mask);
+    for (int sig = SIGRTMAX; sig > SIGRTMIN && p.sig == 0; sig--) { /* step 1 */
+        if (sigaction(sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+            old.sa_handler == SIG_DFL && sigaction(sig, &ours, NULL) == 0)
+            p.sig = sig;
+    }
+    int fd = p.sig ? open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd < 0) {
+        if (p.sig)
+            sigaction(p.sig, &old, NULL);
+        errno = saved;
+        return UINT_MAX;
+    }
+    regs_batch.slots = slots;
+    char buf[4096] __attribute__((aligned(8)));
+    for (;;) { /* step 2 */
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        for (long at = 0; at < n;) {
+            const struct dirent64 *d = (const struct dirent64 *)(buf + at);
+            at += d->d_reclen;
+            int tid = 0;
+            const char *c = d->d_name;
+            for (; *c >= '0' && *c <= '9'; c++)
+                tid = tid * 10 + (*c - '0');
+            if (*c == '\0' && tid > 0)
+                registers_ask(&p, tid);
+        }
+    }
+    close(fd);
+    registers_batch_finish(&p);
+    struct sigaction ignore; /* step 5 */
+    memset(&ignore, 0, sizeof ignore);
+    ignore.sa_handler = SIG_IGN;
+    sigaction(p.sig, &ignore, NULL);
+    sigaction(p.sig, &old, NULL);
+    errno = saved;
+    return p.missed;
 }
 
 uint64_t os_now_us(void)

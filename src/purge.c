@@ -535,6 +535,8 @@ static void purge_start_thread(void)
     bool traced = debug_untraced_begin(); /* its allocations are ebb's */
     bool room = os_thread_room(SCAVENGER_ROOM_THREADS);
     int rc = room ? pthread_create(&tid, &attr, scavenger_main, NULL) : EAGAIN;
+    if (rc == 0) /* before the program runs on: the leak report knows it by name */
+        pthread_setname_np(tid, PURGE_THREAD_NAME);
     debug_untraced_end(traced);
     pthread_attr_destroy(&attr);
     long delay = atomic_load_explicit(&start_delay_ms, memory_order_relaxed);

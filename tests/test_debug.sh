@@ -751,6 +751,25 @@ expect_two_reached_one_lost leak_exit_on_carved_stack "no carved stack" allocate
     "mmap or pthread_attr_setstack failed here"
 end_case
 
+# Review finding: pointers held only in the registers of threads still
+# running at exit were not roots (their stacks were scanned, their registers
+# not), and the report listed those blocks lost. Each thread is now asked for
+# its registers with a signal. A thread that blocks every signal cannot be
+# asked: the report says so, and its blocks count as lost.
+begin_case leak_report_reads_other_threads_registers
+expect_two_reached_one_lost leak_pointer_in_register "no register test" allocate_reached_via_register \
+    "the register test cannot run here"
+grep -q "registers of .* not read" "$TMP/leak_pointer_in_register.err" &&
+    fail "every thread answered: no line about unread registers expected"
+timeout 20 env EBB_DEBUG=1 "$D/leak_pointer_in_register" blocked >"$TMP/regb.out" 2>"$TMP/regb.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "blocked: expected exit 0, got $rc"; show "$TMP/regb.err"; }
+grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 600 bytes lost in 3 blocks$' "$TMP/regb.err" ||
+    { fail "blocked: the thread's two blocks should count as lost with the 300-byte one"; show "$TMP/regb.err"; }
+grep -q '^==ebb== registers of 1 running thread not read (signals blocked, or no answer): blocks only they point to are counted lost$' "$TMP/regb.err" ||
+    { fail "blocked: the report should say one thread's registers were not read"; show "$TMP/regb.err"; }
+end_case
+
 # Review finding: a forked child's leak report listed the loaded objects'
 # RELRO regions with dl_iterate_phdr, whose lock another thread of the parent
 # held at the fork (inside its own dl_iterate_phdr): the child hung for ever.
