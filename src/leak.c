@@ -1046,18 +1046,13 @@ void leak_report_at_exit(void)
     os_unmap(mem, bytes);
     long code = option_get(OPT_DEBUG_LEAK_EXITCODE);
     if (lost > 0 && code > 0) {
-        /* What exit would still do after this destructor: flush the
-         * program's stdout and stderr (a program writing to a pipe or a
-         * file lost its last output). Only if no other thread holds one:
-         * exit's own flush takes no lock, fflush would wait for it (other
-         * streams are left as they are). */
-        FILE *streams[] = {stdout, stderr};
-        for (size_t k = 0; k < sizeof streams / sizeof streams[0]; k++) {
-            if (ftrylockfile(streams[k]) == 0) {
-                fflush_unlocked(streams[k]);
-                funlockfile(streams[k]);
-            }
-        }
+        /* What exit would still do after this destructor: flush every
+         * stdio stream (a program writing to a pipe or a file would lose
+         * its last output). glibc's fcloseall is the very routine exit
+         * runs for that (_IO_cleanup): it flushes without taking the
+         * streams' locks, so another thread holding one (blocked in a
+         * printf to a full pipe) does not make it wait, and closes nothing. */
+        fcloseall();
         _exit((int)code);
     }
 }

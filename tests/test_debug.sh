@@ -373,6 +373,15 @@ rc=$?
 [ $rc -eq 23 ] || fail "EBB_DEBUG_LEAK_EXITCODE=23: a leaking process exits 23; got $rc"
 { EBB_DEBUG=1 EBB_DEBUG_LEAK_EXITCODE=23 "$D/free_interior" >/dev/null 2>&1; } 2>/dev/null
 [ $? -eq 134 ] || fail "the exit code applies to leaks only"
+# Review finding: with the exit code, only stdout and stderr were flushed
+# before _exit; a line left in another stream's buffer was lost. Every stream
+# is flushed now, as exit does (stdout here is a file: fully buffered).
+EBB_DEBUG=1 EBB_DEBUG_LEAK_EXITCODE=23 "$D/leaks" "$TMP/lkfile" >"$TMP/lkstdout" 2>/dev/null
+rc=$?
+[ $rc -eq 23 ] || fail "EBB_DEBUG_LEAK_EXITCODE=23 with a stream open: expected exit 23, got $rc"
+[ "$(cat "$TMP/lkfile" 2>/dev/null)" = "buffered line" ] ||
+    fail "the line left in the program's own stream's buffer should be written (got '$(cat "$TMP/lkfile" 2>/dev/null)')"
+[ "$(cat "$TMP/lkstdout")" = "done" ] || fail "stdout's buffer should be written (got '$(cat "$TMP/lkstdout")')"
 end_case
 
 # A pointer left in spare pages, the tail cut off a cached huge mapping

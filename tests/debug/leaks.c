@@ -1,7 +1,9 @@
 /* Leaks for the leak report at exit: 3 blocks of 100 bytes lost from
  * allocate_lost, one of 200 bytes kept reachable from a global through
  * allocate_kept, and a reachable chain of 1000 blocks (found by marking, not
- * as roots) from allocate_chain. */
+ * as roots) from allocate_chain. With a path argument, it also leaves a
+ * line unflushed in a stream opened on that file (the exit code's _exit
+ * must flush it as exit would). */
 #include "fault.h"
 
 void *volatile leaks_kept; /* volatile: the stores must stay */
@@ -31,8 +33,16 @@ __attribute__((noinline)) static void allocate_chain(void)
     leaks_chain_head = prev;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1) {
+        FILE *f = fopen(argv[1], "w");
+        if (f == NULL) {
+            perror(argv[1]);
+            return 2;
+        }
+        fputs("buffered line\n", f); /* no flush, no close: exit's to do */
+    }
     allocate_lost();
     allocate_kept();
     allocate_chain();
