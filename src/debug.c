@@ -117,7 +117,7 @@ void debug_init(void)
 static uint64_t header_check(const debug_header_t *h)
 {
     uint64_t x = h->size * 0x9E3779B97F4A7C15ull;
-    x ^= ((uint64_t)h->offset << 32 | h->alloc_trace) * 0xC2B2AE3D27D4EB4Full;
+    x ^= ((uint64_t)h->unused << 32 | h->alloc_trace) * 0xC2B2AE3D27D4EB4Full;
     x ^= ((uint64_t)h->context << 8 | h->align_log2) * 0x165667B19E3779F9ull;
     return x ^ (x >> 29);
 }
@@ -309,7 +309,7 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
         text_add(&t, "  block: ");
         text_add_u64(&t, h->size, 0);
         text_add(&t, " bytes requested at ");
-        text_add_hex(&t, h_at + h->offset);
+        text_add_hex(&t, h_at + debug_offset(h));
         /* How it was asked for, where that is not plain malloc: a reader
          * chasing a stale value wants to know the block started zeroed. */
         if (h->flags & DEBUG_FLAG_ZEROED)
@@ -462,7 +462,7 @@ static const uint8_t *find_changed(const uint8_t *p, size_t n, uint8_t byte)
  * the requested end to the block's end (its first CANARY_CHECK_MAX). */
 static size_t tail_len(debug_header_t *h, size_t usable)
 {
-    size_t tail = usable - h->offset - h->size;
+    size_t tail = usable - debug_offset(h) - h->size;
     return tail < CANARY_CHECK_MAX ? tail : CANARY_CHECK_MAX;
 }
 
@@ -475,16 +475,18 @@ static size_t tail_of(debug_header_t *h)
 
 static void canary_write(debug_header_t *h)
 {
-    memset((uint8_t *)h + sizeof *h, CANARY_BYTE, h->offset - sizeof *h);
+    /* fill, not memset: the padding of a block aligned to 2 GiB is 2 GiB
+     * (canary_broken checks it as fill writes it, the edges of a long run) */
+    fill((uint8_t *)h + sizeof *h, debug_offset(h) - sizeof *h, CANARY_BYTE);
     memset(user_of(h) + h->size, CANARY_BYTE, tail_of(h));
 }
 
 /* tail: tail_of(h), which its callers need too. */
 static const uint8_t *canary_broken(debug_header_t *h, size_t tail)
 {
-    if (h->offset > sizeof *h) {
+    if (debug_offset(h) > sizeof *h) {
         const uint8_t *bad =
-            find_changed((uint8_t *)h + sizeof *h, h->offset - sizeof *h, CANARY_BYTE);
+            find_changed((uint8_t *)h + sizeof *h, debug_offset(h) - sizeof *h, CANARY_BYTE);
         if (bad)
             return bad;
     }
@@ -502,7 +504,7 @@ static uint8_t *freed_start(debug_header_t *h)
 
 static size_t freed_len(debug_header_t *h, size_t tail)
 {
-    return h->offset - sizeof *h + h->size + tail;
+    return debug_offset(h) - sizeof *h + h->size + tail;
 }
 
 /* The first byte of a freed block's fill that changed, or NULL. */
@@ -650,10 +652,10 @@ bool debug_header_intact(debug_header_t *h, debug_header_t *copy)
         }
         /* Its magic changed since: look again (a free makes it not live). */
     }
-    if (copy->check != header_check(copy) || copy->offset < sizeof *copy)
+    if (copy->check != header_check(copy))
         return false;
     size_t usable = alloc_usable_size(h);
-    return copy->offset <= usable && copy->size <= usable - copy->offset;
+    return debug_offset(copy) <= usable && copy->size <= usable - debug_offset(copy);
 }
 
 /* Steps 2 and 3: magic `from` to `to`, waiting while verify holds the block.
@@ -1074,8 +1076,8 @@ static void leave_quarantine(debug_header_t *h)
      * offset lead the fill check) and the block is released unchecked. */
     bool claimed = block_claim(h, DEBUG_MAGIC_FREED, DEBUG_MAGIC_BUSY);
     size_t bytes = block_bytes(h);
-    if (!claimed || h->check != header_check(h) || h->offset < sizeof *h || h->offset > bytes ||
-        h->size > bytes - h->offset) {
+    if (!claimed || h->check != header_check(h) || debug_offset(h) > bytes ||
+        h->size > bytes - debug_offset(h)) {
         report("corrupted block header", default_user_of(h), NULL, header_changed_in_quarantine);
         atomic_store_explicit(&h->magic, 0, memory_order_release);
         release_block(h);
@@ -1271,7 +1273,7 @@ static bool big_freed_find(const void *p, debug_header_t *copy, uintptr_t *h_at)
     for (unsigned k = 0; k < BIG_FREED_MAX && !found; k++) {
         if (big_freed.at[k].user_inverted == ~(uintptr_t)p) {
             memcpy(copy, &big_freed.at[k].header, sizeof *copy);
-            *h_at = (uintptr_t)p - copy->offset;
+            *h_at = (uintptr_t)p - debug_offset(copy);
             found = true;
         }
     }
@@ -1499,7 +1501,7 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
     if (alignment > MIN_ALIGN)
         offset = (offset + alignment - 1) & ~(alignment - 1);
     size_t total;
-    if (offset > UINT32_MAX || __builtin_add_overflow(size, offset + TAIL_MIN + room, &total)) {
+    if (__builtin_add_overflow(size, offset + TAIL_MIN + room, &total)) {
         errno = ENOMEM;
         return NULL;
     }
@@ -1544,7 +1546,7 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
         free_list_check(h);
     }
     h->size = size;
-    h->offset = (uint32_t)offset;
+    h->unused = 0;
     h->alloc_trace = capture();
     h->free_trace = 0;
     h->context = debug_context_current();
@@ -1588,7 +1590,7 @@ static debug_header_t *header_judge(const void *p, debug_header_t *h, ptr_kind_t
         *kind = PTR_NOT_LIVE;
         return h;
     }
-    if (h->check != header_check(h) || h->offset < sizeof *h || h->offset > alloc_usable_size(h)) {
+    if (h->check != header_check(h) || debug_offset(h) > alloc_usable_size(h)) {
         *kind = PTR_DAMAGED; /* live, but a write changed its header */
         return h;
     }
@@ -1664,7 +1666,7 @@ static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
     if (((uintptr_t)p & (MIN_ALIGN - 1)) == 0 &&
         ((uintptr_t)p & SEGMENT_MASK) >= sizeof(debug_header_t) && seg->kind == SEGMENT_NORMAL) {
         debug_header_t *h = (debug_header_t *)((uint8_t *)p - sizeof *h);
-        if (h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h) && h->offset == sizeof *h &&
+        if (h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h) && h->align_log2 == 0 &&
             h->check == header_check(h)) {
             *kind = PTR_OK;
             return h;
@@ -1832,10 +1834,10 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
  * block lands in the quarantine and its use is reported. */
 static bool realloc_fits(debug_header_t *h, size_t size, size_t usable)
 {
-    size_t need = size + h->offset + TAIL_MIN;
+    size_t need = size + debug_offset(h) + TAIL_MIN;
     /* Shrinking below half the block moves it, as release mode does: a huge
      * buffer cut down to a few bytes must not keep its pages. */
-    return size <= usable - h->offset - TAIL_MIN && need >= usable / 2;
+    return size <= usable - debug_offset(h) - TAIL_MIN && need >= usable / 2;
 }
 
 /* The block is live and its canary checked. Claimed while it changes, as
@@ -2154,7 +2156,7 @@ enum { VERIFY_SOUND, VERIFY_HEADER, VERIFY_FREED_WRITE, VERIFY_OVERFLOW };
 static int verify_problem(debug_header_t *h, bool freed, const uint8_t **bad)
 {
     *bad = NULL;
-    if (h->check != header_check(h) || h->offset < sizeof *h || h->offset > alloc_usable_size(h))
+    if (h->check != header_check(h) || debug_offset(h) > alloc_usable_size(h))
         return VERIFY_HEADER;
     if (freed) {
         *bad = freed_fill_broken(h, alloc_usable_size(h));

@@ -34,7 +34,7 @@ typedef struct debug_header_s {
      * quarantine claim it the same way first (debug.c, "Claiming a block"). */
     _Atomic(uint64_t) magic;
     uint64_t size;       /* requested */
-    uint32_t offset;     /* user pointer - block start */
+    uint32_t unused;     /* 0 (the user pointer's offset was here: debug_offset) */
     uint32_t alloc_trace;
     uint32_t free_trace;
     uint16_t context;
@@ -64,9 +64,19 @@ static inline unsigned debug_block_fork_depth(const debug_header_t *h)
     return h->flags >> DEBUG_FORK_DEPTH_SHIFT;
 }
 
+/* Bytes from the header to the user pointer: the header rounded up to the
+ * requested alignment (align_log2; 0: MIN_ALIGN, the header alone). Derived,
+ * not stored: a 32-bit field stopped debug mode at alignments of 2 GiB, which
+ * release mode serves up to what the address space holds. */
+static inline size_t debug_offset(const debug_header_t *h)
+{
+    size_t a = (size_t)1 << (h->align_log2 & 63);
+    return h->align_log2 == 0 ? sizeof *h : (sizeof *h + a - 1) & ~(a - 1);
+}
+
 static inline uint8_t *user_of(debug_header_t *h)
 {
-    return (uint8_t *)h + h->offset;
+    return (uint8_t *)h + debug_offset(h);
 }
 
 /* One wait for verify to let go of a block: a pause, then yields, so that a

@@ -131,7 +131,7 @@ static void span_add(debug_header_t *h, uintptr_t map_end)
     }
     if (lk.count == lk.cap)
         return; /* allocated since the count: not in this report */
-    uintptr_t start = (uintptr_t)h + c.offset;
+    uintptr_t start = (uintptr_t)h + debug_offset(&c);
     bool inherited = debug_block_fork_depth(&c) < debug_fork_depth;
     uintptr_t end = start + c.size;
     lk.spans[lk.count++] = (span_t){.start = start,

@@ -42,7 +42,7 @@ static void visit_block(walk_t *w, void *block, size_t size)
     if (ebb_unlikely(debug_enabled)) {
         debug_header_t *h = block, c; /* c: the header as held (a realloc in place may change it) */
         if (size >= sizeof *h && debug_header_intact(h, &c))
-            w->on_block((uint8_t *)h + c.offset, c.size, w->arg);
+            w->on_block((uint8_t *)h + debug_offset(&c), c.size, w->arg);
         return;
     }
     w->on_block(block, size, w->arg);
