@@ -7,6 +7,8 @@
  * concurrent case runs, on the ebb_ names: snapshots and walks (blocks
  * included) racing a multithreaded stress must not fault, hang, break an
  * invariant, or race anywhere but in the readers that accept it.
+ * The linked build runs twice (run_tests.sh): in release mode, and in debug
+ * mode, where each case checks what debug mode's telemetry promises.
  */
 #include "check.h"
 
@@ -31,6 +33,20 @@ static uint64_t rng_next(uint64_t *s)
     x ^= x >> 7;
     x ^= x << 17;
     return *s = x;
+}
+
+/* Debug mode (EBB_DEBUG=1, the suite's second run of this file): a block
+ * costs its header and canary too, at least DEBUG_BLOCK_OVERHEAD bytes past
+ * the requested size, which malloc_usable_size returns; and a freed block
+ * stays live in the quarantine or the reuse cache until it leaves them
+ * (include/ebb.h). The program's own blocks are live_bytes less those two;
+ * in release mode both are 0. */
+#define DEBUG_BLOCK_OVERHEAD (48 + 16)
+static bool debug_mode;
+
+static uint64_t program_live_bytes(const struct ebb_stats *s)
+{
+    return s->live_bytes - s->debug_quarantine_bytes - s->debug_reuse_bytes;
 }
 
 static struct ebb_stats snapshot(void)
@@ -197,6 +213,8 @@ static void live_bytes_return_to_start_after_a_concurrent_stress(void)
         REQUIRE(pthread_create(&warm[i], NULL, stress_nothing, NULL) == 0, "pthread_create failed");
     for (int i = 0; i < STRESS_THREADS + 1; i++)
         pthread_join(warm[i], NULL);
+    if (debug_mode)
+        ebb_collect(true); /* the quarantine and the reuse cache empty, both times */
     struct ebb_stats before = snapshot();
     atomic_store(&stress.running, 1);
     pthread_t sampler, t[STRESS_THREADS];
@@ -211,6 +229,8 @@ static void live_bytes_return_to_start_after_a_concurrent_stress(void)
     for (int i = 0; i < STRESS_THREADS; i++) /* handed over after the last round */
         for (int j = 0; j < STRESS_SLOTS; j++)
             A(free)(atomic_exchange(&stress.handoff[i][j], NULL));
+    if (debug_mode)
+        ebb_collect(true);
     struct ebb_stats after = snapshot();
     printf("    info: %ld snapshots and %ld walks (%ld blocks visited) during the stress; live "
            "before %llu, after %llu; xthread pending after %llu\n",
@@ -297,21 +317,48 @@ static void live_bytes_follow_malloc_and_free_exactly(void)
         free(p[i]);
     free(huge);
     struct ebb_stats s2 = snapshot();
-    CHECK(s1.live_bytes - s0.live_bytes == usable + huge_usable,
-          "live bytes should grow by the usable sizes (%zu + %zu huge); they grew by %llu", usable,
-          huge_usable, (unsigned long long)(s1.live_bytes - s0.live_bytes));
+    if (debug_mode)
+        CHECK(s1.live_bytes - s0.live_bytes >= usable + huge_usable + (N + 1) * DEBUG_BLOCK_OVERHEAD,
+              "debug mode: live bytes should grow by the requested sizes (%zu + %zu huge) and at "
+              "least %d bytes a block; they grew by %llu", usable, huge_usable,
+              DEBUG_BLOCK_OVERHEAD, (unsigned long long)(s1.live_bytes - s0.live_bytes));
+    else
+        CHECK(s1.live_bytes - s0.live_bytes == usable + huge_usable,
+              "live bytes should grow by the usable sizes (%zu + %zu huge); they grew by %llu",
+              usable, huge_usable, (unsigned long long)(s1.live_bytes - s0.live_bytes));
     CHECK(s1.live_blocks - s0.live_blocks == N + 1, "live blocks should grow by %d; they grew by %llu",
           N + 1, (unsigned long long)(s1.live_blocks - s0.live_blocks));
     CHECK(s1.huge_blocks == s0.huge_blocks + 1 && s1.huge_bytes >= s0.huge_bytes + 8 * MiB,
           "one more huge block of 8 MiB: %llu -> %llu blocks, %llu -> %llu bytes",
           (unsigned long long)s0.huge_blocks, (unsigned long long)s1.huge_blocks,
           (unsigned long long)s0.huge_bytes, (unsigned long long)s1.huge_bytes);
-    CHECK(s2.live_bytes == s0.live_bytes && s2.live_blocks == s0.live_blocks,
-          "after the frees live bytes/blocks should be back to %llu/%llu; they are %llu/%llu",
-          (unsigned long long)s0.live_bytes, (unsigned long long)s0.live_blocks,
-          (unsigned long long)s2.live_bytes, (unsigned long long)s2.live_blocks);
-    CHECK(s2.huge_cached >= 1, "the freed huge block waits in the huge cache: huge_cached %llu",
-          (unsigned long long)s2.huge_cached);
+    if (debug_mode) {
+        /* The freed blocks wait in the quarantine (the oldest have left it
+         * for the reuse cache or their pages): live, but not the program's. */
+        CHECK(program_live_bytes(&s2) == program_live_bytes(&s0),
+              "debug mode: after the frees, live bytes less the quarantine and the reuse cache "
+              "should be back to %llu; they are %llu", (unsigned long long)program_live_bytes(&s0),
+              (unsigned long long)program_live_bytes(&s2));
+        CHECK(s2.debug_quarantine_bytes >= 8 * MiB,
+              "debug mode: the freed huge block, the last one freed, waits in the quarantine: "
+              "%llu bytes there", (unsigned long long)s2.debug_quarantine_bytes);
+        ebb_collect(true); /* empties the quarantine and the reuse cache */
+        struct ebb_stats s3 = snapshot();
+        CHECK(s3.live_bytes == s0.live_bytes && s3.live_blocks == s0.live_blocks &&
+                  s3.debug_quarantine_bytes == 0 && s3.debug_reuse_bytes == 0,
+              "debug mode: after ebb_collect(true) live bytes/blocks should be back to %llu/%llu "
+              "with nothing in the quarantine or the reuse cache; they are %llu/%llu, %llu and "
+              "%llu bytes held", (unsigned long long)s0.live_bytes, (unsigned long long)s0.live_blocks,
+              (unsigned long long)s3.live_bytes, (unsigned long long)s3.live_blocks,
+              (unsigned long long)s3.debug_quarantine_bytes, (unsigned long long)s3.debug_reuse_bytes);
+    } else {
+        CHECK(s2.live_bytes == s0.live_bytes && s2.live_blocks == s0.live_blocks,
+              "after the frees live bytes/blocks should be back to %llu/%llu; they are %llu/%llu",
+              (unsigned long long)s0.live_bytes, (unsigned long long)s0.live_blocks,
+              (unsigned long long)s2.live_bytes, (unsigned long long)s2.live_blocks);
+        CHECK(s2.huge_cached >= 1, "the freed huge block waits in the huge cache: huge_cached %llu",
+              (unsigned long long)s2.huge_cached);
+    }
     char why[256];
     CHECK(snapshot_sane(&s1, why, sizeof why), "snapshot with the blocks live: %s", why);
     CHECK(snapshot_sane(&s2, why, sizeof why), "snapshot after the frees: %s", why);
@@ -342,6 +389,22 @@ static void cross_thread_frees_show_as_pending_not_live(void)
     REQUIRE(pthread_create(&t, NULL, free_them, p) == 0, "pthread_create failed");
     pthread_join(t, NULL);
     struct ebb_stats s2 = snapshot();
+    if (debug_mode) {
+        /* A block another thread frees waits in that thread's quarantine
+         * first; it reaches its page's remote list only as it leaves. */
+        CHECK(s1.live_bytes - s0.live_bytes >= 100 * (48 + DEBUG_BLOCK_OVERHEAD),
+              "debug mode: 100 blocks of 48 and their headers: live +%llu",
+              (unsigned long long)(s1.live_bytes - s0.live_bytes));
+        CHECK(program_live_bytes(&s2) == program_live_bytes(&s0),
+              "debug mode: after another thread freed them, live less the quarantine and the reuse "
+              "cache should be back to %llu; it is %llu", (unsigned long long)program_live_bytes(&s0),
+              (unsigned long long)program_live_bytes(&s2));
+        CHECK(s2.debug_quarantine_bytes - s0.debug_quarantine_bytes == s1.live_bytes - s0.live_bytes,
+              "debug mode: the 100 blocks wait in the quarantine: it grew by %llu, they hold %llu",
+              (unsigned long long)(s2.debug_quarantine_bytes - s0.debug_quarantine_bytes),
+              (unsigned long long)(s1.live_bytes - s0.live_bytes));
+        return;
+    }
     CHECK(s1.live_bytes - s0.live_bytes == 100 * 48, "100 blocks of 48: live +%llu",
           (unsigned long long)(s1.live_bytes - s0.live_bytes));
     CHECK(s2.live_bytes == s0.live_bytes, "after another thread freed them, live should be back to "
@@ -487,10 +550,17 @@ static void walk_agrees_with_snapshot_and_visits_every_live_block(void)
     size_t visited_bytes = 0;
     for (size_t i = 0; i < wk.seen_count; i++)
         visited_bytes += wk.seen_sizes[i];
-    CHECK(wk.seen_count == wk.total.live_blocks && visited_bytes == wk.total.live_bytes,
-          "visited %zu blocks / %zu bytes; the summary says %llu / %llu", wk.seen_count,
-          visited_bytes, (unsigned long long)wk.total.live_blocks,
-          (unsigned long long)wk.total.live_bytes);
+    if (debug_mode) /* blocks visited with their requested sizes, the quarantine's not at all */
+        CHECK(wk.seen_count <= wk.total.live_blocks && visited_bytes < program_live_bytes(&st),
+              "debug mode: visited %zu blocks / %zu bytes; the summary says %llu / %llu, of which "
+              "%llu bytes the program's", wk.seen_count, visited_bytes,
+              (unsigned long long)wk.total.live_blocks, (unsigned long long)wk.total.live_bytes,
+              (unsigned long long)program_live_bytes(&st));
+    else
+        CHECK(wk.seen_count == wk.total.live_blocks && visited_bytes == wk.total.live_bytes,
+              "visited %zu blocks / %zu bytes; the summary says %llu / %llu", wk.seen_count,
+              visited_bytes, (unsigned long long)wk.total.live_blocks,
+              (unsigned long long)wk.total.live_bytes);
     /* Every block this test holds was visited, with its usable size. */
     qsort(wk.seen, wk.seen_count, sizeof wk.seen[0], cmp_ptr);
     int missing = 0;
@@ -603,8 +673,9 @@ static void walk_visits_blocks_of_a_wide_page_taken_by_16_byte_blocks(void)
         wide_lo = x < wide_lo ? x : wide_lo;
         wide_hi = x > wide_hi ? x : wide_hi;
     }
-    CHECK(wide_hi - wide_lo < 8 * 65536, "the 16-byte blocks should share one wide page: they "
-          "span %zu bytes", (size_t)(wide_hi - wide_lo));
+    if (!debug_mode) /* in debug mode a 16-byte block is an 80-byte one: no wide page */
+        CHECK(wide_hi - wide_lo < 8 * 65536, "the 16-byte blocks should share one wide page: they "
+              "span %zu bytes", (size_t)(wide_hi - wide_lo));
     wide_seen = 0;
     REQUIRE(ebb_heap_walk(NULL, count_wide_block, NULL) == 0, "ebb_heap_walk failed");
     CHECK(wide_seen == WIDE_SMALL, "the walk should visit all %d 16-byte blocks; it visited %ld",
@@ -618,6 +689,8 @@ static void walk_visits_blocks_of_a_wide_page_taken_by_16_byte_blocks(void)
  * ------------------------------------------------------------------------- */
 static void mallinfo2_reports_what_is_in_use(void)
 {
+    if (debug_mode) /* freed blocks stay in use in the quarantine until this empties it */
+        malloc_trim(0);
     struct mallinfo2 m0 = mallinfo2();
     enum { N = 1000 };
     static void *p[N];
@@ -628,8 +701,13 @@ static void mallinfo2_reports_what_is_in_use(void)
     }
     void *huge = malloc(4 * MiB);
     struct mallinfo2 m1 = mallinfo2();
-    CHECK(m1.uordblks - m0.uordblks == usable, "uordblks should grow by %zu; it grew by %zu", usable,
-          m1.uordblks - m0.uordblks);
+    if (debug_mode)
+        CHECK(m1.uordblks - m0.uordblks >= usable + N * DEBUG_BLOCK_OVERHEAD,
+              "debug mode: uordblks should grow by the requested %zu and at least %d bytes a "
+              "block; it grew by %zu", usable, DEBUG_BLOCK_OVERHEAD, m1.uordblks - m0.uordblks);
+    else
+        CHECK(m1.uordblks - m0.uordblks == usable, "uordblks should grow by %zu; it grew by %zu",
+              usable, m1.uordblks - m0.uordblks);
     CHECK(m1.hblks == m0.hblks + 1 && m1.hblkhd >= m0.hblkhd + 4 * MiB,
           "one more mmapped block of >= 4 MiB: hblks %zu -> %zu, hblkhd %zu -> %zu", m0.hblks,
           m1.hblks, m0.hblkhd, m1.hblkhd);
@@ -639,6 +717,8 @@ static void mallinfo2_reports_what_is_in_use(void)
     for (int i = 0; i < N; i++)
         free(p[i]);
     free(huge);
+    if (debug_mode)
+        malloc_trim(0);
     struct mallinfo2 m2 = mallinfo2();
     CHECK(m2.uordblks == m0.uordblks && m2.hblks == m0.hblks,
           "after the frees uordblks/hblks are back to %zu/%zu; they are %zu/%zu", m0.uordblks,
@@ -680,6 +760,8 @@ static void settle_the_c_library(void)
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    debug_mode = snapshot().debug_mode != 0;
+    printf("    info: %s mode\n", debug_mode ? "debug" : "release");
 #ifndef STATS_EBB_NAMES
     RUN_CASE(settle_the_c_library);
     RUN_CASE(bad_arguments_get_einval);
