@@ -462,7 +462,10 @@ static struct {
     atomic_int tid[OS_REGISTERS_BATCH]; /* 0: no thread */
     atomic_int done[OS_REGISTERS_BATCH];
     os_registers_t *slots;
-} regs_batch;
+    /* Off the stack: the leak report may run on a small one. */
+    char dirents[4096] __attribute__((aligned(8)));
+    char status[2048];
+} regs_batch ebb_cold_bss;
 
 static void registers_handler(int sig, siginfo_t *info, void *context)
 {
@@ -490,14 +493,14 @@ static void registers_handler(int sig, siginfo_t *info, void *context)
  * *blocked tells which. Unreadable: not asked, counted blocked. */
 static bool thread_answers(int tid, int sig, const char *skip_name, bool *blocked)
 {
-    char path[64] = "/proc/self/task/", digits[16], buf[2048];
+    char path[64] = "/proc/self/task/", digits[16], *buf = regs_batch.status;
     size_t at = strlen(path), nd = 0;
     for (unsigned v = (unsigned)tid; v != 0 || nd == 0; v /= 10)
         digits[nd++] = (char)('0' + v % 10);
     while (nd > 0)
         path[at++] = digits[--nd];
     memcpy(path + at, "/status", sizeof "/status");
-    size_t len = os_read_file(path, buf, sizeof buf - 1);
+    size_t len = os_read_file(path, buf, sizeof regs_batch.status - 1);
     buf[len] = '\0';
     *blocked = true;
     size_t name_len = strlen(skip_name);
@@ -590,7 +593,9 @@ unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name
     struct sigaction ours, old;
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = registers_handler;
-    ours.sa_flags = SA_SIGINFO | SA_RESTART;
+    ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK; /* a thread's own alternate
+                                                            * stack, if it has one: its
+                                                            * stack may be nearly full */
     sigfillset(&ours.sa_mask);
     for (int sig = SIGRTMAX; sig > SIGRTMIN && p.sig == 0; sig--) { /* step 1 */
         if (sigaction(sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
@@ -605,9 +610,9 @@ unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name
         return UINT_MAX;
     }
     regs_batch.slots = slots;
-    char buf[4096] __attribute__((aligned(8)));
+    char *buf = regs_batch.dirents;
     for (;;) { /* step 2 */
-        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        long n = syscall(SYS_getdents64, fd, buf, sizeof regs_batch.dirents);
         if (n <= 0)
             break;
         for (long at = 0; at < n;) {
