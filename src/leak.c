@@ -713,12 +713,13 @@ static void mark_registers(const os_registers_t *regs, void *arg)
 }
 
 /* Roots in the registers of the other threads, still running (os.c asks
- * each with a signal). Ours are on our stack (__builtin_unwind_init), and a
- * process that never created a thread has no others. How many threads'
+ * each with a signal; EBB_DEBUG_LEAK_REGISTERS=0: not). Ours are on our
+ * stack (__builtin_unwind_init), and a process that never created a thread
+ * has no others. How many threads'
  * registers could not be read: UINT_MAX if none could. */
 static unsigned scan_registers(void)
 {
-    if (os_single_threaded())
+    if (os_single_threaded() || option_get(OPT_DEBUG_LEAK_REGISTERS) == 0)
         return 0;
     return os_other_threads_registers(scratch.regs, PURGE_THREAD_NAME, mark_registers, NULL);
 }
@@ -1049,9 +1050,9 @@ void leak_report_at_exit(void)
         /* What exit would still do after this destructor: flush every
          * stdio stream (a program writing to a pipe or a file would lose
          * its last output). glibc's fcloseall is the very routine exit
-         * runs for that (_IO_cleanup): it flushes without taking the
-         * streams' locks, so another thread holding one (blocked in a
-         * printf to a full pipe) does not make it wait, and closes nothing. */
+         * runs for that (_IO_cleanup), and closes nothing. It waits where
+         * exit would: not for a thread that holds a stream's lock, but for
+         * a write of its buffer to a full pipe. */
         fcloseall();
         _exit((int)code);
     }

@@ -68,6 +68,10 @@ const option_desc_t option_table[OPT_COUNT] = {
     [OPT_DEBUG_LEAK_EXITCODE] = {"EBB_DEBUG_LEAK_EXITCODE", 0, 0, 255, NULL, false,
                                  "exit status of a process whose leak report found lost "
                                  "blocks of its own (0: unchanged)"},
+    [OPT_DEBUG_LEAK_REGISTERS] = {"EBB_DEBUG_LEAK_REGISTERS", 1, 0, 1, NULL, false,
+                                  "1: the leak report reads the registers of threads still "
+                                  "running, sending each a real-time signal the program "
+                                  "leaves unused (a blocking call may return EINTR); 0: not"},
     [OPT_DEBUG_LOG] = {"EBB_DEBUG_LOG", 0, 0, 0, NULL, true,
                        "append fault and leak reports to this file instead of stderr "
                        "(%p: the process id), opened for each report"},

@@ -28,6 +28,7 @@ typedef enum {
     OPT_DEBUG_TRACE_DEPTH, /* frames per stack trace */
     OPT_DEBUG_LEAKS,       /* 0 = off, 1 = lost, 2 = all */
     OPT_DEBUG_LEAK_EXITCODE, /* exit status of a leaking process (0: unchanged) */
+    OPT_DEBUG_LEAK_REGISTERS, /* 1: the leak report asks other threads for their registers */
     OPT_DEBUG_LOG,         /* text: where fault and leak reports go (stderr if unset) */
     OPT_COUNT
 } option_id_t;

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -440,26 +441,35 @@ bool os_thread_alive(int tid)
  *   1. Pick a real-time signal the program leaves at its default action
  *      and install our handler (every signal blocked while it runs).
  *   2. List /proc/self/task; for each other thread, skip it if it bears the
- *      name to skip, or has the signal blocked (its status's SigBlk: it
- *      would never answer; counted), write
- *      its id into the batch, then send the signal.
- *   3. The handler finds its own id in the batch and copies its registers
- *      into that slot, then sets the slot's done flag (release). A handler
- *      of a thread no batch names (it answered after its batch gave up on
- *      it) writes nothing.
- *   4. Wait for every slot to be done, at most REGISTERS_WAIT_MS a batch;
- *      the caller reads each done slot (acquire).
- *   5. Close the batch (no slot named), set the signal to SIG_IGN, which
- *      discards one still pending, and put the program's action back.
+ *      name to skip, if it is gone, or if it would not answer (counted):
+ *      its status's SigBlk has the signal, or it sleeps in sigwait (whose
+ *      set the kernel takes out of SigBlk meanwhile: the program would get
+ *      our signal). Else write its id into a slot, then send the signal.
+ *   3. The handler claims the slot holding its own id (compare-and-swap to
+ *      SLOT_CLAIMED), copies its registers into it, then sets the slot's
+ *      done flag (release). A handler whose id no slot holds (it answered
+ *      after step 4 gave up on it) writes nothing.
+ *   4. Wait for every slot to be done, at most REGISTERS_WAIT_MS a batch.
+ *      A slot still holding its thread's id is taken back (compare-and-swap
+ *      to 0): that thread is counted. One claimed meanwhile is waited for.
+ *      The caller reads each done slot (acquire).
+ *   5. After the last batch: if every thread answered, set the signal to
+ *      SIG_IGN, which discards one still pending, and put the program's
+ *      action back. If one did not, our handler stays: a signal still on
+ *      its way (held by a ptrace stop, which SIG_IGN does not discard)
+ *      would otherwise meet the default action, which ends the process.
  * A thread's registers are those it had when the signal came: it runs on
  * after the handler. The signal interrupts a blocking call, and some calls
  * (nanosleep, poll, futex waits with a timeout) then return EINTR even with
- * SA_RESTART: the report runs as the process exits, when it matters least.
+ * SA_RESTART: the report runs as the process exits, when it matters least
+ * (EBB_DEBUG_LEAK_REGISTERS=0 turns the pass off). General registers only:
+ * a pointer held in a vector register alone is not seen.
  * ------------------------------------------------------------------------- */
 #define REGISTERS_WAIT_MS 200
+#define SLOT_CLAIMED (-1)
 
 static struct {
-    atomic_int tid[OS_REGISTERS_BATCH]; /* 0: no thread */
+    atomic_int tid[OS_REGISTERS_BATCH]; /* 0: none; SLOT_CLAIMED: its handler runs */
     atomic_int done[OS_REGISTERS_BATCH];
     os_registers_t *slots;
     /* Off the stack: the leak report may run on a small one. */
@@ -474,7 +484,9 @@ static void registers_handler(int sig, siginfo_t *info, void *context)
     int saved = errno;
     int self = (int)syscall(SYS_gettid);
     for (int i = 0; i < OS_REGISTERS_BATCH; i++) {
-        if (atomic_load_explicit(&regs_batch.tid[i], memory_order_acquire) != self)
+        int expected = self;
+        if (!atomic_compare_exchange_strong_explicit(&regs_batch.tid[i], &expected, SLOT_CLAIMED,
+                                                     memory_order_acquire, memory_order_relaxed))
             continue;
         const mcontext_t *m = &((const ucontext_t *)context)->uc_mcontext;
         size_t n = sizeof *m < sizeof regs_batch.slots[i].words ? sizeof *m
@@ -487,31 +499,40 @@ static void registers_handler(int sig, siginfo_t *info, void *context)
     errno = saved;
 }
 
-/* Whether to ask thread `tid` for its registers: not if its name is
- * `skip_name`, nor if it has `sig` blocked (it would never answer): its
- * status's "Name:" line, and its "SigBlk:" mask in hex, bit sig - 1.
- * *blocked tells which. Unreadable: not asked, counted blocked. */
-static bool thread_answers(int tid, int sig, const char *skip_name, bool *blocked)
+/* "/proc/self/task/TID/<file>" into path (64 bytes). */
+static void task_path(char *path, int tid, const char *file)
 {
-    char path[64] = "/proc/self/task/", digits[16], *buf = regs_batch.status;
-    size_t at = strlen(path), nd = 0;
+    char digits[16];
+    size_t at = sizeof "/proc/self/task/" - 1, nd = 0;
+    memcpy(path, "/proc/self/task/", at);
     for (unsigned v = (unsigned)tid; v != 0 || nd == 0; v /= 10)
         digits[nd++] = (char)('0' + v % 10);
     while (nd > 0)
         path[at++] = digits[--nd];
-    memcpy(path + at, "/status", sizeof "/status");
+    path[at++] = '/';
+    memcpy(path + at, file, strlen(file) + 1);
+}
+
+enum { TASK_ASK, TASK_SKIP, TASK_DEAF };
+
+/* Step 2's judgement of thread `tid`: TASK_SKIP (named `skip_name`, or
+ * gone), TASK_DEAF (it would not answer, or might take the signal for its
+ * own: counted), TASK_ASK. */
+static int task_judge(int tid, int sig, const char *skip_name)
+{
+    char path[64], *buf = regs_batch.status;
+    task_path(path, tid, "status");
     size_t len = os_read_file(path, buf, sizeof regs_batch.status - 1);
     buf[len] = '\0';
-    *blocked = true;
+    if (len == 0)
+        return TASK_SKIP; /* gone since the listing */
     size_t name_len = strlen(skip_name);
     if (strncmp(buf, "Name:\t", 6) == 0 && strncmp(buf + 6, skip_name, name_len) == 0 &&
-        buf[6 + name_len] == '\n') {
-        *blocked = false;
-        return false;
-    }
+        buf[6 + name_len] == '\n')
+        return TASK_SKIP;
     const char *line = strstr(buf, "\nSigBlk:");
     if (line == NULL)
-        return false;
+        return TASK_DEAF;
     line += strlen("\nSigBlk:");
     while (*line == ' ' || *line == '\t')
         line++;
@@ -521,11 +542,23 @@ static bool thread_answers(int tid, int sig, const char *skip_name, bool *blocke
                 : *line >= 'a' && *line <= 'f' ? *line - 'a' + 10
                                                : -1;
         if (d < 0)
-            return false;
+            return TASK_DEAF;
         mask = mask << 4 | (uint64_t)d;
     }
-    *blocked = sig - 1 < 64 && (mask >> (sig - 1) & 1);
-    return !*blocked;
+    if (sig - 1 < 64 && (mask >> (sig - 1) & 1))
+        return TASK_DEAF;
+    /* In sigwait: "<syscall number> <args...>" while it sleeps there. */
+    task_path(path, tid, "syscall");
+    char call[32];
+    size_t n = os_read_file(path, call, sizeof call - 1);
+    call[n] = '\0';
+    long nr = 0;
+    const char *c = call;
+    for (; *c >= '0' && *c <= '9'; c++)
+        nr = nr * 10 + (*c - '0');
+    if (c != call && *c == ' ' && nr == SYS_rt_sigtimedwait)
+        return TASK_DEAF;
+    return TASK_ASK;
 }
 
 typedef struct registers_pass_s {
@@ -534,9 +567,10 @@ typedef struct registers_pass_s {
     const char *skip_name;
     int sig, self;
     unsigned filled, missed;
+    unsigned unanswered; /* signalled, no answer: step 5 keeps our handler */
 } registers_pass_t;
 
-/* Steps 4 and 5's first half for the batch in regs_batch. */
+/* Step 4 for the batch in regs_batch. */
 static void registers_batch_finish(registers_pass_t *p)
 {
     uint64_t deadline = os_now_ms() + REGISTERS_WAIT_MS;
@@ -552,13 +586,18 @@ static void registers_batch_finish(registers_pass_t *p)
         nanosleep(&ts, NULL);
     }
     for (unsigned i = 0; i < p->filled; i++) {
-        if (atomic_load_explicit(&regs_batch.tid[i], memory_order_relaxed) == 0)
-            continue;
-        atomic_store_explicit(&regs_batch.tid[i], 0, memory_order_relaxed);
-        if (atomic_load_explicit(&regs_batch.done[i], memory_order_acquire))
+        int t = atomic_load_explicit(&regs_batch.tid[i], memory_order_relaxed);
+        if (t > 0 && atomic_compare_exchange_strong_explicit(&regs_batch.tid[i], &t, 0,
+                                                             memory_order_relaxed,
+                                                             memory_order_relaxed)) {
+            p->missed++; /* no answer: its handler, if it comes, finds no slot */
+            p->unanswered++;
+        } else if (t != 0) { /* claimed: its copy is under way */
+            while (!atomic_load_explicit(&regs_batch.done[i], memory_order_acquire))
+                sched_yield();
             p->fn(&regs_batch.slots[i], p->arg);
-        else
-            p->missed++;
+        }
+        atomic_store_explicit(&regs_batch.tid[i], 0, memory_order_relaxed);
         atomic_store_explicit(&regs_batch.done[i], 0, memory_order_relaxed);
         memset(&regs_batch.slots[i], 0, sizeof regs_batch.slots[i]);
     }
@@ -568,11 +607,11 @@ static void registers_batch_finish(registers_pass_t *p)
 /* Step 2 for one thread. */
 static void registers_ask(registers_pass_t *p, int tid)
 {
-    bool blocked;
     if (tid == p->self)
         return;
-    if (!thread_answers(tid, p->sig, p->skip_name, &blocked)) {
-        p->missed += blocked;
+    int judged = task_judge(tid, p->sig, p->skip_name);
+    if (judged != TASK_ASK) {
+        p->missed += judged == TASK_DEAF;
         return;
     }
     unsigned i = p->filled++;
@@ -590,12 +629,17 @@ unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name
 {
     registers_pass_t p = {.fn = fn, .arg = arg, .self = os_gettid(), .skip_name = skip_name};
     int saved = errno;
+    /* A fork during another thread's pass left its child these: start clean. */
+    for (int i = 0; i < OS_REGISTERS_BATCH; i++) {
+        atomic_store_explicit(&regs_batch.tid[i], 0, memory_order_relaxed);
+        atomic_store_explicit(&regs_batch.done[i], 0, memory_order_relaxed);
+    }
     struct sigaction ours, old;
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = registers_handler;
-    ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK; /* a thread's own alternate
-                                                            * stack, if it has one: its
-                                                            * stack may be nearly full */
+    /* SA_ONSTACK: a thread's own alternate stack, if it has one (its stack
+     * may be nearly full). */
+    ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
     sigfillset(&ours.sa_mask);
     for (int sig = SIGRTMAX; sig > SIGRTMIN && p.sig == 0; sig--) { /* step 1 */
         if (sigaction(sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
@@ -628,11 +672,13 @@ unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name
     }
     close(fd);
     registers_batch_finish(&p);
-    struct sigaction ignore; /* step 5 */
-    memset(&ignore, 0, sizeof ignore);
-    ignore.sa_handler = SIG_IGN;
-    sigaction(p.sig, &ignore, NULL);
-    sigaction(p.sig, &old, NULL);
+    if (p.unanswered == 0) { /* step 5 */
+        struct sigaction ignore;
+        memset(&ignore, 0, sizeof ignore);
+        ignore.sa_handler = SIG_IGN;
+        sigaction(p.sig, &ignore, NULL);
+        sigaction(p.sig, &old, NULL);
+    }
     errno = saved;
     return p.missed;
 }

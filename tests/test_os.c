@@ -4,10 +4,17 @@
  * symbolizer and the early options reader (/proc/self/environ) use to read
  * files of any length through a small buffer, and os_maps_line_parse.
  *
- * Linked with build/libebb.a (both are internal to the library).
+ * And os_other_threads_registers, with which the leak report reads the
+ * registers of threads still running: a value only a register holds arrives.
+ *
+ * Linked with build/libebb.a (all are internal to the library).
  */
 #include "check.h"
 
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,6 +28,13 @@ typedef struct os_maps_line_s {
     size_t path_len;
 } os_maps_line_t;
 bool os_maps_line_parse(const char *line, size_t len, os_maps_line_t *out);
+#define OS_REGISTERS_BATCH 64
+typedef struct os_registers_s {
+    uintptr_t words[64];
+    size_t count;
+} os_registers_t;
+unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name,
+                                    void (*fn)(const os_registers_t *regs, void *arg), void *arg);
 
 #define MAX_RECORDS 20000
 
@@ -163,6 +177,146 @@ static void maps_lines_parse_with_and_without_a_path(void)
     CHECK(!os_maps_line_parse(with, 20, &m), "a line cut inside its addresses should not parse");
 }
 
+/* ------------------------------------------------------ other threads' registers */
+#define REGISTER_MAGIC ((uintptr_t)0x5EB0C0DE1234ABCDull)
+
+static atomic_int spinning, stop_spinning;
+
+/* Hold REGISTER_MAGIC in a callee-saved register, and nowhere in memory,
+ * until told to stop. */
+static void *hold_magic_in_a_register(void *arg)
+{
+    if (arg != NULL) { /* "blocked": every signal blocked */
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, NULL);
+    }
+#if defined(__x86_64__)
+    __asm__ volatile("movabs $0x5EB0C0DE1234ABCD, %%r12\n\t"
+                     "movl $1, (%0)\n"
+                     "1:\n\t"
+                     "pause\n\t"
+                     "cmpl $0, (%1)\n\t"
+                     "je 1b\n\t"
+                     "xor %%r12, %%r12"
+                     :
+                     : "r"(&spinning), "r"(&stop_spinning)
+                     : "r12", "cc", "memory");
+#elif defined(__aarch64__)
+    __asm__ volatile("movz x19, #0xABCD\n\t"
+                     "movk x19, #0x1234, lsl #16\n\t"
+                     "movk x19, #0xC0DE, lsl #32\n\t"
+                     "movk x19, #0x5EB0, lsl #48\n\t"
+                     "mov w9, #1\n\t"
+                     "str w9, [%0]\n"
+                     "1:\n\t"
+                     "yield\n\t"
+                     "ldr w9, [%1]\n\t"
+                     "cbz w9, 1b\n\t"
+                     "mov x19, xzr"
+                     :
+                     : "r"(&spinning), "r"(&stop_spinning)
+                     : "x9", "x19", "memory");
+#endif
+    return NULL;
+}
+
+static struct {
+    int calls;
+    bool magic;
+} regs_seen;
+
+static void note_registers(const os_registers_t *regs, void *arg)
+{
+    (void)arg;
+    regs_seen.calls++;
+    for (size_t i = 0; i < regs->count; i++)
+        regs_seen.magic |= regs->words[i] == REGISTER_MAGIC;
+}
+
+static os_registers_t slots[OS_REGISTERS_BATCH];
+
+/* Start the holder (signals blocked or not), ask, stop it. Missed count. */
+static unsigned ask_a_holder(bool blocked)
+{
+    atomic_store(&spinning, 0);
+    atomic_store(&stop_spinning, 0);
+    memset(&regs_seen, 0, sizeof regs_seen);
+    pthread_t t;
+    if (pthread_create(&t, NULL, hold_magic_in_a_register, blocked ? &t : NULL) != 0) {
+        CHECK(false, "pthread_create failed");
+        return UINT_MAX;
+    }
+    while (!atomic_load(&spinning))
+        usleep(100);
+    unsigned missed = os_other_threads_registers(slots, "no-such-name", note_registers, NULL);
+    atomic_store(&stop_spinning, 1);
+    pthread_join(t, NULL);
+    return missed;
+}
+
+static void a_value_held_only_in_a_register_arrives(void)
+{
+#if !defined(__x86_64__) && !defined(__aarch64__)
+    CHECK(false, "no register test for this architecture: write one");
+    return;
+#endif
+    unsigned missed = ask_a_holder(false);
+    CHECK(missed == 0, "the one other thread takes signals: %u missed", missed);
+    CHECK(regs_seen.calls == 1, "one thread's registers expected, got %d", regs_seen.calls);
+    CHECK(regs_seen.magic, "the value only the thread's register held should be among its registers");
+    struct sigaction now;
+    sigaction(SIGRTMAX, NULL, &now);
+    CHECK(now.sa_handler == SIG_DFL && !(now.sa_flags & SA_SIGINFO),
+          "the signal's action should be the default again");
+}
+
+static void a_thread_with_signals_blocked_is_counted_not_waited_for(void)
+{
+    unsigned missed = ask_a_holder(true);
+    CHECK(missed == 1, "the thread blocks every signal: 1 missed expected, got %u", missed);
+    CHECK(regs_seen.calls == 0 && !regs_seen.magic, "no registers from it (%d calls)",
+          regs_seen.calls);
+}
+
+/* Review finding: a thread asleep in sigwait has the signals it waits for
+ * out of its blocked mask meanwhile, and was sent ours: the program's
+ * sigwait returned SIGRTMAX. It is counted as not asked now. */
+static atomic_int waited_signal;
+
+static void *wait_for_signals(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    int sig = 0;
+    sigwait(&all, &sig);
+    atomic_store(&waited_signal, sig);
+    return NULL;
+}
+
+static void a_thread_in_sigwait_is_not_sent_the_signal(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old); /* the waiter inherits it */
+    atomic_store(&waited_signal, 0);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, wait_for_signals, NULL) == 0, "pthread_create failed");
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    usleep(100000); /* asleep in sigwait by now */
+    memset(&regs_seen, 0, sizeof regs_seen);
+    unsigned missed = os_other_threads_registers(slots, "no-such-name", note_registers, NULL);
+    usleep(50000);
+    int got = atomic_load(&waited_signal);
+    CHECK(got == 0, "the waiting thread received signal %d (SIGRTMAX is %d)", got, SIGRTMAX);
+    CHECK(missed == 1, "the waiting thread should be counted as not asked: %u", missed);
+    pthread_kill(t, SIGUSR1);
+    pthread_join(t, NULL);
+    CHECK(atomic_load(&waited_signal) == SIGUSR1, "the waiter should then get SIGUSR1 (got %d)",
+          atomic_load(&waited_signal));
+}
+
 int main(void)
 {
     RUN_CASE(lines_of_a_file_much_longer_than_the_buffer_all_arrive);
@@ -170,5 +324,8 @@ int main(void)
     RUN_CASE(a_record_longer_than_the_buffer_is_given_once_cut);
     RUN_CASE(a_missing_file_is_false_and_gives_nothing);
     RUN_CASE(maps_lines_parse_with_and_without_a_path);
+    RUN_CASE(a_value_held_only_in_a_register_arrives);
+    RUN_CASE(a_thread_with_signals_blocked_is_counted_not_waited_for);
+    RUN_CASE(a_thread_in_sigwait_is_not_sent_the_signal);
     return check_finish();
 }
