@@ -762,9 +762,10 @@ bool os_thread_alive(int tid);
  * not answer (their signal blocked, or no answer within 200 ms), UINT_MAX if
  * none could be (no free real-time signal, /proc unreadable). */
 #define OS_REGISTERS_BATCH 64
+#define OS_REGISTER_WORDS 64
 typedef struct os_registers_s {
-    uintptr_t words[64]; /* the thread's saved machine context, from its start */
-    size_t count;        /* words used */
+    uintptr_t words[OS_REGISTER_WORDS]; /* the thread's registers (os.c, registers_copy) */
+    size_t count;                       /* words used */
 } os_registers_t;
 unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name,
                                     void (*fn)(const os_registers_t *regs, void *arg), void *arg);

@@ -462,8 +462,10 @@ bool os_thread_alive(int tid)
  * after the handler. The signal interrupts a blocking call, and some calls
  * (nanosleep, poll, futex waits with a timeout) then return EINTR even with
  * SA_RESTART: the report runs as the process exits, when it matters least
- * (EBB_DEBUG_LEAK_REGISTERS=0 turns the pass off). General registers only:
- * a pointer held in a vector register alone is not seen.
+ * (EBB_DEBUG_LEAK_REGISTERS=0 turns the pass off). On x86-64 the general
+ * registers and xmm0-15 are read (not the upper halves of ymm/zmm);
+ * elsewhere the machine context's first OS_REGISTER_WORDS words, which on
+ * aarch64 are the general registers, not the vector ones.
  * ------------------------------------------------------------------------- */
 #define REGISTERS_WAIT_MS 200
 #define SLOT_CLAIMED (-1)
@@ -477,6 +479,33 @@ static struct {
     char status[2048];
 } regs_batch ebb_cold_bss;
 
+/* Into words (OS_REGISTER_WORDS): the registers the kernel saved for the
+ * handler, as words; how many. x86-64: the general registers, then xmm0-15
+ * (memcpy and friends carry pointers through them; the upper halves of
+ * ymm/zmm are not in this area). Elsewhere: the machine context from its
+ * start, its general registers first. */
+static size_t registers_copy(uintptr_t *words, const void *context)
+{
+    const ucontext_t *uc = context;
+#if defined(__x86_64__)
+    _Static_assert(NGREG + 16 * 2 <= OS_REGISTER_WORDS, "general and xmm registers fit");
+    memcpy(words, uc->uc_mcontext.gregs, NGREG * sizeof(uintptr_t));
+    size_t n = NGREG;
+    if (uc->uc_mcontext.fpregs != NULL) {
+        size_t bytes = sizeof uc->uc_mcontext.fpregs->_xmm; /* 16 x 16 */
+        memcpy(words + n, uc->uc_mcontext.fpregs->_xmm, bytes);
+        n += bytes / sizeof(uintptr_t);
+    }
+    return n;
+#else
+    size_t bytes = sizeof uc->uc_mcontext < OS_REGISTER_WORDS * sizeof(uintptr_t)
+                       ? sizeof uc->uc_mcontext
+                       : OS_REGISTER_WORDS * sizeof(uintptr_t);
+    memcpy(words, &uc->uc_mcontext, bytes);
+    return bytes / sizeof(uintptr_t);
+#endif
+}
+
 static void registers_handler(int sig, siginfo_t *info, void *context)
 {
     (void)sig;
@@ -488,11 +517,7 @@ static void registers_handler(int sig, siginfo_t *info, void *context)
         if (!atomic_compare_exchange_strong_explicit(&regs_batch.tid[i], &expected, SLOT_CLAIMED,
                                                      memory_order_acquire, memory_order_relaxed))
             continue;
-        const mcontext_t *m = &((const ucontext_t *)context)->uc_mcontext;
-        size_t n = sizeof *m < sizeof regs_batch.slots[i].words ? sizeof *m
-                                                                : sizeof regs_batch.slots[i].words;
-        memcpy(regs_batch.slots[i].words, m, n);
-        regs_batch.slots[i].count = n / sizeof(uintptr_t);
+        regs_batch.slots[i].count = registers_copy(regs_batch.slots[i].words, context);
         atomic_store_explicit(&regs_batch.done[i], 1, memory_order_release);
         break;
     }

@@ -29,8 +29,9 @@ typedef struct os_maps_line_s {
 } os_maps_line_t;
 bool os_maps_line_parse(const char *line, size_t len, os_maps_line_t *out);
 #define OS_REGISTERS_BATCH 64
+#define OS_REGISTER_WORDS 64
 typedef struct os_registers_s {
-    uintptr_t words[64];
+    uintptr_t words[OS_REGISTER_WORDS];
     size_t count;
 } os_registers_t;
 unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name,
@@ -182,10 +183,30 @@ static void maps_lines_parse_with_and_without_a_path(void)
 
 static atomic_int spinning, stop_spinning;
 
-/* Hold REGISTER_MAGIC in a callee-saved register, and nowhere in memory,
- * until told to stop. */
+static atomic_int hold_in_xmm;
+
+/* Hold REGISTER_MAGIC in a callee-saved register (x86-64 with hold_in_xmm:
+ * in xmm8, as a memcpy may carry a pointer), and nowhere in memory, until
+ * told to stop. */
 static void *hold_magic_in_a_register(void *arg)
 {
+#if defined(__x86_64__)
+    if (atomic_load(&hold_in_xmm)) {
+        __asm__ volatile("movabs $0x5EB0C0DE1234ABCD, %%rax\n\t"
+                         "movq %%rax, %%xmm8\n\t"
+                         "xor %%eax, %%eax\n\t"
+                         "movl $1, (%0)\n"
+                         "1:\n\t"
+                         "pause\n\t"
+                         "cmpl $0, (%1)\n\t"
+                         "je 1b\n\t"
+                         "pxor %%xmm8, %%xmm8"
+                         :
+                         : "r"(&spinning), "r"(&stop_spinning)
+                         : "rax", "xmm8", "cc", "memory");
+        return NULL;
+    }
+#endif
     if (arg != NULL) { /* "blocked": every signal blocked */
         sigset_t all;
         sigfillset(&all);
@@ -271,6 +292,19 @@ static void a_value_held_only_in_a_register_arrives(void)
           "the signal's action should be the default again");
 }
 
+/* Review finding (the stop's own): only general registers were read. */
+static void a_value_held_only_in_an_xmm_register_arrives(void)
+{
+#if defined(__x86_64__)
+    atomic_store(&hold_in_xmm, 1);
+    unsigned missed = ask_a_holder(false);
+    atomic_store(&hold_in_xmm, 0);
+    CHECK(missed == 0 && regs_seen.calls == 1, "one thread's registers expected: %u missed, %d "
+          "calls", missed, regs_seen.calls);
+    CHECK(regs_seen.magic, "the value only xmm8 held should be among the thread's registers");
+#endif
+}
+
 static void a_thread_with_signals_blocked_is_counted_not_waited_for(void)
 {
     unsigned missed = ask_a_holder(true);
@@ -325,6 +359,7 @@ int main(void)
     RUN_CASE(a_missing_file_is_false_and_gives_nothing);
     RUN_CASE(maps_lines_parse_with_and_without_a_path);
     RUN_CASE(a_value_held_only_in_a_register_arrives);
+    RUN_CASE(a_value_held_only_in_an_xmm_register_arrives);
     RUN_CASE(a_thread_with_signals_blocked_is_counted_not_waited_for);
     RUN_CASE(a_thread_in_sigwait_is_not_sent_the_signal);
     return check_finish();
