@@ -759,7 +759,7 @@ bool os_thread_alive(int tid);
  * once per thread that answered, from the calling thread; `slots` is the
  * caller's scratch for OS_REGISTERS_BATCH threads (it holds copies of
  * pointers: not a root). Returns how many threads could not be asked or did
- * not answer (their signal blocked, or no answer within 200 ms), UINT_MAX if
+ * not answer (their signal blocked, or no answer within 500 ms), UINT_MAX if
  * none could be (no free real-time signal, /proc unreadable). */
 #define OS_REGISTERS_BATCH 64
 #define OS_REGISTER_WORDS 64
