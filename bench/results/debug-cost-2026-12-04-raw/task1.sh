@@ -1,6 +1,6 @@
 #!/bin/bash
 # 2026-12-04 driver: 2026-12-02s task1.sh with only the paths changed (OLD=/tmp/dc-old 9b00ddf,
-# NEW=/tmp/dc-new 781272b; raw output under /work/main/bench/results/debug-cost-2026-12-04-raw).
+# NEW=/tmp/dc-new f0e8cf5; raw output under /work/main/bench/results/debug-cost-2026-12-04-raw).
 # 30e driver: 30d's task1.sh with two commits x two modes.
 # 11 workloads x 4 configs (OLD/NEW x release/debug), 1 unrecorded warm-up + 5 reps.
 # The order of the 4 configs rotates by (rep + workload) % 4.
