@@ -753,9 +753,10 @@ static inline bool os_single_threaded(void)
 }
 /* False once the thread `tid` of this process has exited. */
 bool os_thread_alive(int tid);
-/* Debug mode's leak report: the general registers of every other thread of
- * the process but those named `skip_name`, as a signal found them (os.c, "Other
- * threads' registers", says how and what it costs the program). fn is called
+/* Debug mode's leak report: the registers of every other thread of the
+ * process but those named `skip_name`, as a signal found them (os.c, "Other
+ * threads' registers", says how, which registers, and what it costs the
+ * program). fn is called
  * once per thread that answered, from the calling thread; `slots` is the
  * caller's scratch for OS_REGISTERS_BATCH threads (it holds copies of
  * pointers: not a root). Returns how many threads could not be asked or did
@@ -899,12 +900,12 @@ void purge_fork_prepare_first(void);
 void purge_fork_prepare_last(void);
 void purge_fork_parent(void);
 void purge_fork_child(void);
+void purge_fork_child_restart(void);
 /* The scavenger's thread name, set by its creator before the creator's call
  * returns (it shows in top -H). It blocks every signal; the leak report
  * leaves it out of the threads it asks for their registers (it holds none of
  * the program's pointers). */
 #define PURGE_THREAD_NAME "ebb-purge"
-void purge_fork_child_restart(void);
 /* Tests and telemetry. */
 unsigned long purge_pass_count(void);
 unsigned long purge_wakeup_count(void);

@@ -715,8 +715,8 @@ static void mark_registers(const os_registers_t *regs, void *arg)
 /* Roots in the registers of the other threads, still running (os.c asks
  * each with a signal; EBB_DEBUG_LEAK_REGISTERS=0: not). Ours are on our
  * stack (__builtin_unwind_init), and a process that never created a thread
- * has no others. How many threads'
- * registers could not be read: UINT_MAX if none could. */
+ * has no others. Returns how many threads' registers could not be read,
+ * UINT_MAX if none could. */
 static unsigned scan_registers(void)
 {
     if (os_single_threaded() || option_get(OPT_DEBUG_LEAK_REGISTERS) == 0)
