@@ -42,9 +42,12 @@
  * ROOT_SCAN_DIRECT, only the pages this process has present or swapped out
  * are scanned (a page never touched holds no pointer), found by PAGEMAP_SCAN
  * or /proc/self/pagemap; of a shared root range above it, the pages in memory
- * (mincore). What it cannot see: pointers held only in other threads'
- * registers (those threads are still running; their stacks are scanned
- * whole), pointers stored disguised (xor-ed, compressed, in files), pointers
+ * (mincore). Other threads still run: their stacks are scanned whole, and
+ * their registers as a signal found them, before the roots' scan (os.c,
+ * "Other threads' registers"; threads that cannot be asked are counted in
+ * the report). What it cannot see: pointers in registers os.c does not read
+ * (vector registers but x86-64's xmm0-15) or of threads that could not be
+ * asked, pointers stored disguised (xor-ed, compressed, in files), pointers
  * in swapped-out pages of a big shared mapping, and blocks referenced only
  * from memory ebb does not know as a root (another allocator's heap,
  * read-only mappings other than RELRO).
