@@ -490,6 +490,13 @@ static UNUSED void expect_child_passes(const char *child_case, const char *const
           st >= 128 ? st - 128 : st);
 }
 
+/* The same at EBB_PURGE_DELAY=50, the delay most of these cases run at. */
+static UNUSED void expect_child_passes_at_delay_50(const char *child_case, double timeout_s)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes(child_case, env, timeout_s);
+}
+
 #if !defined(PURGE_TSAN_STRESS)
 /* ---------------------------------------------------------------------------
  * The "pinned" workload of the option cases: memory that only the purge path
@@ -957,8 +964,7 @@ static void child_random_sizes_keep_a_flat_peak_and_no_ratchet(void)
  * case has started the scavenger for it. */
 static void random_sizes_keep_a_flat_peak_and_no_ratchet(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_random_sizes_keep_a_flat_peak_and_no_ratchet", env, 60);
+    expect_child_passes_at_delay_50("child_random_sizes_keep_a_flat_peak_and_no_ratchet", 60);
 }
 
 /* The same scenario in debug mode (issue 4: "memory still goes back"): the
@@ -1488,8 +1494,7 @@ static void child_join_many_threads_before_the_scavenger_exists(void)
 
 static void joining_many_threads_before_the_scavenger_starts_does_not_deadlock(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_join_many_threads_before_the_scavenger_exists", env, 10);
+    expect_child_passes_at_delay_50("child_join_many_threads_before_the_scavenger_exists", 10);
 }
 
 /* README's former known limit: the scavenger is a thread, and under
@@ -1563,8 +1568,8 @@ static void child_scavenger_leaves_the_last_thread_slots_to_the_program(void)
 
 static void scavenger_leaves_the_last_thread_slots_to_the_program(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_scavenger_leaves_the_last_thread_slots_to_the_program", env, 30);
+    expect_child_passes_at_delay_50("child_scavenger_leaves_the_last_thread_slots_to_the_program",
+                                    30);
 }
 
 /* RLIMIT_AS at `bytes` (the hard limit stays). */
@@ -1598,8 +1603,8 @@ static void child_a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone(vo
 
 static void a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone", env, 30);
+    expect_child_passes_at_delay_50("child_a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone",
+                                    30);
 }
 
 /* The same under a pids cgroup's limit (cgroups v1 or v2), which applies
@@ -1691,8 +1696,8 @@ static void child_memory_freed_before_the_scavenger_starts_comes_back(void)
 
 static void memory_freed_before_the_scavenger_starts_comes_back(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_memory_freed_before_the_scavenger_starts_comes_back", env, 30);
+    expect_child_passes_at_delay_50("child_memory_freed_before_the_scavenger_starts_comes_back",
+                                    30);
 }
 
 /* ---------------------------------------------------------------------------
@@ -3199,8 +3204,7 @@ static void child_idle_process_gets_no_wakeups(void)
 
 static void idle_process_gets_no_wakeups_and_thread_starts_lazily(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_idle_process_gets_no_wakeups", env, 60);
+    expect_child_passes_at_delay_50("child_idle_process_gets_no_wakeups", 60);
 }
 
 /* ---------------------------------------------------------------------------
@@ -3405,8 +3409,8 @@ static void child_solo_process_keeps_a_bounded_few_frees_for_its_own_passes(void
 
 static void solo_process_keeps_a_bounded_few_frees_for_its_own_passes(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_solo_process_keeps_a_bounded_few_frees_for_its_own_passes", env, 30);
+    expect_child_passes_at_delay_50("child_solo_process_keeps_a_bounded_few_frees_for_its_own_passes",
+                                    30);
 }
 
 static pthread_barrier_t solo_barrier;
@@ -3446,8 +3450,7 @@ static void child_process_with_a_thread_is_not_solo(void)
 
 static void process_with_a_thread_is_not_solo(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_process_with_a_thread_is_not_solo", env, 30);
+    expect_child_passes_at_delay_50("child_process_with_a_thread_is_not_solo", 30);
 }
 
 /* Review finding (d3724f4): a solo process that creates a thread and then
@@ -3494,8 +3497,8 @@ static void child_process_turning_threaded_gets_its_scavenger_at_once(void)
 
 static void process_turning_threaded_gets_its_scavenger_at_once(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_process_turning_threaded_gets_its_scavenger_at_once", env, 30);
+    expect_child_passes_at_delay_50("child_process_turning_threaded_gets_its_scavenger_at_once",
+                                    30);
 }
 
 static void *return_at_once(void *arg)
@@ -3842,8 +3845,8 @@ static void child_a_handler_allocating_during_thread_exit_gets_its_own_heap(void
 
 static void a_handler_allocating_during_thread_exit_gets_its_own_heap(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_a_handler_allocating_during_thread_exit_gets_its_own_heap", env, 60);
+    expect_child_passes_at_delay_50("child_a_handler_allocating_during_thread_exit_gets_its_own_heap",
+                                    60);
 }
 
 static void exit_does_not_write_into_segments_it_abandoned(void)
@@ -3993,14 +3996,12 @@ static void child_membarrier_refused_after_start_works_as_without(void)
 
 static void no_membarrier_idle_owners_let_the_scavenger_sleep(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_no_membarrier_idle_owners_let_the_scavenger_sleep", env, 60);
+    expect_child_passes_at_delay_50("child_no_membarrier_idle_owners_let_the_scavenger_sleep", 60);
 }
 
 static void membarrier_refused_after_start_works_as_without(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_membarrier_refused_after_start_works_as_without", env, 60);
+    expect_child_passes_at_delay_50("child_membarrier_refused_after_start_works_as_without", 60);
 }
 
 /* A thread exits leaving collect_race_block live: its segment is abandoned,
@@ -4371,27 +4372,25 @@ static void child_a_remote_free_racing_an_exit_and_a_reclaim_reaches_the_new_own
 
 static void a_remote_free_racing_an_exit_and_a_reclaim_reaches_the_new_owner(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_a_remote_free_racing_an_exit_and_a_reclaim_reaches_the_new_owner",
-                        env, 60);
+    expect_child_passes_at_delay_50("child_a_remote_free_racing_an_exit_and_a_reclaim_reaches_the_new_owner",
+                                    60);
 }
 
 static void a_large_remote_free_racing_the_owners_exit_is_collected(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_a_large_remote_free_racing_the_owners_exit_is_collected", env, 60);
+    expect_child_passes_at_delay_50("child_a_large_remote_free_racing_the_owners_exit_is_collected",
+                                    60);
 }
 
 static void a_remote_free_racing_the_owners_exit_is_collected(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_a_remote_free_racing_the_owners_exit_is_collected", env, 60);
+    expect_child_passes_at_delay_50("child_a_remote_free_racing_the_owners_exit_is_collected", 60);
 }
 
 static void a_remote_free_racing_a_reclaim_reaches_the_new_owner(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_a_remote_free_racing_a_reclaim_reaches_the_new_owner", env, 60);
+    expect_child_passes_at_delay_50("child_a_remote_free_racing_a_reclaim_reaches_the_new_owner",
+                                    60);
 }
 
 /* A purge pass reads the clock once, at its start; a huge block freed while
@@ -4482,8 +4481,7 @@ static void child_free_while_scavenger_starts_wakes_it(void)
 
 static void free_while_the_scavenger_starts_still_wakes_it(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_free_while_scavenger_starts_wakes_it", env, 30);
+    expect_child_passes_at_delay_50("child_free_while_scavenger_starts_wakes_it", 30);
 }
 
 /* ---------------------------------------------------------------------------
