@@ -87,6 +87,7 @@ static bool is_entry_point(uintptr_t fn_start)
  * TRACE_DEPTH_MAX frames, and its last step may read the 0 that ends the
  * stack (kept as one frame more). */
 #define WALK_FRAMES (TRACE_DEPTH_MAX + 1)
+_Static_assert(WALK_FRAMES <= 64, "a capture-cache entry marks its rbp steps in 64 bits");
 
 /* How the fast unwinder (below) steps from a frame to its caller. */
 enum { RULE_FRAME = 1, RULE_LAST, RULE_UNKNOWN };
@@ -667,8 +668,14 @@ typedef struct cache_entry_s {
     uint8_t depth;    /* frames in the trace (id) */
     uint8_t max;      /* the depth asked for when it was walked */
     uint8_t frames;   /* pcs in the walk record, depth <= frames <= WALK_FRAMES */
-    uintptr_t pcs[WALK_FRAMES];
-    rule_t rules[WALK_FRAMES]; /* rules[i] steps from pcs[i] to pcs[i + 1] */
+    uintptr_t first_pc; /* the walk record's first pc (at the mark) */
+    uint64_t rbp_steps; /* bit i: steps[i]'s CFA is from rbp */
+    /* steps[i]: the rule from the record's pc i, and pc i + 1 (one record a
+     * step, so that a replay step reads one place). */
+    struct {
+        uintptr_t next_pc;
+        int32_t cfa_off, rbp_off;
+    } steps[WALK_FRAMES - 1];
 } cache_entry_t;
 
 static cache_entry_t *cache;
@@ -692,6 +699,33 @@ static size_t cache_index(uintptr_t mark, uintptr_t pc)
     return (size_t)(h >> 40) % CACHE_ENTRIES;
 }
 
+/* A rule a replay can take without walk_step's checks: a CFA from rsp at a
+ * positive offset, a multiple of 8, at most FRAME_MAX. cache_store keeps only
+ * entries whose rsp rules all are such (a fast walk took each of them, so
+ * they are), and a replay starts at an aligned mark: from an aligned sp such
+ * a rule always gives a CFA walk_step would accept. */
+static bool rule_replays_unchecked(rule_t r)
+{
+    return !r.cfa_rbp && r.cfa_off > 0 && (uintptr_t)r.cfa_off <= FRAME_MAX &&
+           (r.cfa_off & (int32_t)(sizeof(uintptr_t) - 1)) == 0;
+}
+
+/* walk_step for a replay: a rule from rsp skips the checks (see
+ * rule_replays_unchecked), which took half of a replay's instructions in a
+ * debug-mode python run (most of its frames have no frame pointer). A rule
+ * from rbp depends on what the stack holds now, and is checked. */
+static inline __attribute__((always_inline)) bool replay_step(walk_t *w, rule_t r)
+{
+    if (r.cfa_rbp)
+        return walk_step(w, r);
+    uintptr_t cfa = w->sp + (uintptr_t)r.cfa_off;
+    if (r.rbp_off != 0)
+        w->rbp = *(const uintptr_t *)(cfa + (intptr_t)r.rbp_off);
+    w->pc = *(const uintptr_t *)(cfa - sizeof(uintptr_t));
+    w->sp = cfa;
+    return true;
+}
+
 /* A hit's trace id (*depth: its frames), or 0. */
 ebb_racy_reader static uint32_t cache_lookup(uintptr_t mark, int max, int *out_depth)
 {
@@ -703,18 +737,19 @@ ebb_racy_reader static uint32_t cache_lookup(uintptr_t mark, int max, int *out_d
     const volatile cache_entry_t *v = e;
     int frames = v->frames, depth = v->depth;
     if (v->max != max || depth == 0 || depth > frames || frames > WALK_FRAMES ||
-        v->mark != mark || v->pcs[0] != w.pc || v->thread != thread_id_self())
+        v->mark != mark || v->first_pc != w.pc || v->thread != thread_id_self())
         return 0;
+    uint64_t rbp_steps = v->rbp_steps;
     /* The replay. Each step's rule and pc are read from the entry, then the
      * count is checked, before the rule computes an address. */
-    for (int i = 1; i < frames; i++) {
-        rule_t r = {.cfa_off = v->rules[i - 1].cfa_off, .rbp_off = v->rules[i - 1].rbp_off,
-                    .cfa_rbp = v->rules[i - 1].cfa_rbp};
-        uintptr_t want = v->pcs[i];
+    for (int i = 0; i + 1 < frames; i++) {
+        rule_t r = {.cfa_off = v->steps[i].cfa_off, .rbp_off = v->steps[i].rbp_off,
+                    .cfa_rbp = (uint8_t)(rbp_steps >> i & 1)};
+        uintptr_t want = v->steps[i].next_pc;
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
             return 0;
-        if (!walk_step(&w, r) || w.pc != want)
+        if (!replay_step(&w, r) || w.pc != want)
             return 0;
     }
     uint32_t id = v->id;
@@ -728,6 +763,11 @@ ebb_racy_reader static uint32_t cache_lookup(uintptr_t mark, int max, int *out_d
 /* Keep the walk record of `c`, whose trace is `id` (its first n frames). */
 static void cache_store(const capture_t *c, int n, uint32_t id)
 {
+    if ((c->mark & (sizeof(uintptr_t) - 1)) != 0)
+        return;
+    for (int i = 0; i + 1 < c->walk_n; i++)
+        if (!c->walk_rules[i].cfa_rbp && !rule_replays_unchecked(c->walk_rules[i]))
+            return;
     cache_entry_t *e = &cache[cache_index(c->mark, c->walk_pcs[0])];
     lock_acquire(&cache_lock);
     unsigned seq = seq_write_begin(&e->seq);
@@ -737,8 +777,14 @@ static void cache_store(const capture_t *c, int n, uint32_t id)
     e->id = id;
     e->thread = thread_id_self();
     e->mark = c->mark;
-    memcpy(e->pcs, c->walk_pcs, (size_t)c->walk_n * sizeof c->walk_pcs[0]);
-    memcpy(e->rules, c->walk_rules, (size_t)c->walk_n * sizeof c->walk_rules[0]);
+    e->first_pc = c->walk_pcs[0];
+    e->rbp_steps = 0;
+    for (int i = 0; i + 1 < c->walk_n; i++) {
+        e->rbp_steps |= (uint64_t)(c->walk_rules[i].cfa_rbp != 0) << i;
+        e->steps[i].next_pc = c->walk_pcs[i + 1];
+        e->steps[i].cfa_off = c->walk_rules[i].cfa_off;
+        e->steps[i].rbp_off = c->walk_rules[i].rbp_off;
+    }
     seq_write_end(&e->seq, seq);
     lock_release(&cache_lock);
 }
