@@ -763,7 +763,9 @@ bool os_thread_alive(int tid);
  * not answer (their signal blocked, or no answer within 500 ms), UINT_MAX if
  * none could be (no free real-time signal, /proc unreadable). */
 #define OS_REGISTERS_BATCH 64
-#define OS_REGISTER_WORDS 64
+/* x86-64 with AVX-512: 23 general registers, xmm0-15 (32 words), ymm0-15's
+ * upper halves (32), zmm0-15's upper 256 bits (64), zmm16-31 (128). */
+#define OS_REGISTER_WORDS 280
 typedef struct os_registers_s {
     uintptr_t words[OS_REGISTER_WORDS]; /* the thread's registers (os.c, registers_copy) */
     size_t count;                       /* words used */

@@ -5,6 +5,9 @@
  * precondition stated once, plus the counters every other module reports from
  * and a failure injector for the out-of-memory tests. Nothing here allocates.
  */
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -471,10 +474,10 @@ bool os_thread_alive(int tid)
  * after the handler. The signal interrupts a blocking call, and some calls
  * (nanosleep, poll, futex waits with a timeout) then return EINTR even with
  * SA_RESTART: the report runs as the process exits, when it matters least
- * (EBB_DEBUG_LEAK_REGISTERS=0 turns the pass off). On x86-64 the general
- * registers and xmm0-15 are read (not the upper halves of ymm/zmm);
- * elsewhere the machine context's first OS_REGISTER_WORDS words, which on
- * aarch64 are the general registers, not the vector ones.
+ * (EBB_DEBUG_LEAK_REGISTERS=0 turns the pass off). The general and the
+ * vector registers are read on x86-64 (xmm, ymm, zmm; not the AVX-512 mask
+ * registers) and on aarch64 (v0-v31; not SVE's wider parts); elsewhere the
+ * machine context's first OS_REGISTER_WORDS words.
  * ------------------------------------------------------------------------- */
 #define REGISTERS_WAIT_MS 500
 #define SLOT_CLAIMED (-1)
@@ -488,24 +491,120 @@ static struct {
     char status[2048];
 } regs_batch ebb_cold_bss;
 
+#if defined(__x86_64__) && !defined(__ILP32__) /* not x32: its words are 4 bytes */
+/* Past xmm0-15, x86-64's vector registers live in the XSAVE area the kernel
+ * writes after the 512-byte legacy (fxsave) area of a signal frame, in the
+ * standard format: component 2 holds ymm0-15's upper 128 bits, 6 zmm0-15's
+ * upper 256, 7 zmm16-31 whole (a copy may carry a pointer in any of them).
+ * Their offsets and sizes come from CPUID leaf 0xD, read before the first
+ * signal of a pass (xsave_parts_find); a part the CPU lacks has size 0. The
+ * legacy area's last 48 bytes say whether an XSAVE area follows (magic, its
+ * size, the features it may hold), and the XSAVE header after the legacy
+ * area which components were written (a component in its initial state,
+ * all zero, is not). */
+#define FX_SW_BYTES   464        /* in the legacy area: magic1, extended size, features, size */
+#define FX_MAGIC1     0x46505853u /* "FPXS": an XSAVE area follows */
+#define XSAVE_HEADER  512        /* its first word: the components written (XSTATE_BV) */
+#define XSAVE_PARTS 3
+static const uint32_t xsave_components[XSAVE_PARTS] = {2, 6, 7};
+static struct {
+    bool found;
+    uint32_t offset[XSAVE_PARTS], size[XSAVE_PARTS];
+} xsave_parts ebb_cold_bss;
+
+static void xsave_parts_find(void)
+{
+    if (xsave_parts.found)
+        return;
+    for (size_t i = 0; i < XSAVE_PARTS; i++) {
+        unsigned size, offset, ecx, edx;
+        if (__get_cpuid_count(0xD, xsave_components[i], &size, &offset, &ecx, &edx) &&
+            size != 0 && !(ecx & 1)) { /* ecx bit 0: a supervisor component, never here */
+            xsave_parts.offset[i] = offset;
+            xsave_parts.size[i] = size;
+        }
+    }
+    xsave_parts.found = true;
+}
+
+/* Append the XSAVE parts present in the frame's fpregs area to words[n..]. */
+static size_t xsave_parts_copy(uintptr_t *words, size_t n, const uint8_t *fx)
+{
+    uint32_t magic, xstate_size;
+    uint64_t features, written;
+    memcpy(&magic, fx + FX_SW_BYTES, sizeof magic);
+    memcpy(&features, fx + FX_SW_BYTES + 8, sizeof features);
+    memcpy(&xstate_size, fx + FX_SW_BYTES + 16, sizeof xstate_size);
+    if (magic != FX_MAGIC1 || xstate_size < XSAVE_HEADER + 64)
+        return n;
+    memcpy(&written, fx + XSAVE_HEADER, sizeof written);
+    for (size_t i = 0; i < XSAVE_PARTS; i++) {
+        uint64_t bit = (uint64_t)1 << xsave_components[i];
+        size_t offset = xsave_parts.offset[i], size = xsave_parts.size[i];
+        if (size == 0 || !(features & written & bit) || offset < XSAVE_HEADER + 64 ||
+            offset + size > xstate_size || size > (OS_REGISTER_WORDS - n) * sizeof(uintptr_t))
+            continue;
+        memcpy(words + n, fx + offset, size);
+        n += size / sizeof(uintptr_t);
+    }
+    return n;
+}
+#endif
+
+#if defined(__aarch64__)
+/* aarch64: the vector registers v0-v31 are in the FPSIMD record of the
+ * machine context's __reserved area (records of {magic, size}, the FPSIMD
+ * one first in practice, a zero magic at the end); v0 lies 16 bytes into it.
+ * The parts of SVE registers beyond 128 bits (an SVE record) are not read. */
+#define FPSIMD_RECORD_MAGIC 0x46508001u
+#define FPSIMD_VREGS_AT     16
+#define FPSIMD_VREGS_BYTES  (32 * 16)
+#endif
+
 /* Into words (OS_REGISTER_WORDS): the registers the kernel saved for the
- * handler, as words; how many. x86-64: the general registers, then xmm0-15
- * (memcpy and friends carry pointers through them; the upper halves of
- * ymm/zmm are not in this area). Elsewhere: the machine context from its
- * start, its general registers first. */
+ * handler, as words; how many. x86-64: the general registers, xmm0-15, then
+ * the upper parts of ymm/zmm and zmm16-31 where the CPU has them (memcpy
+ * and friends carry pointers through vector registers). aarch64: x0-x30,
+ * sp, pc, then v0-v31. Elsewhere: the machine context from its start. */
 static size_t registers_copy(uintptr_t *words, const void *context)
 {
     const ucontext_t *uc = context;
-#if defined(__x86_64__) && !defined(__ILP32__) /* not x32: its words are 4 bytes */
-    _Static_assert(sizeof uc->uc_mcontext.gregs + sizeof uc->uc_mcontext.fpregs->_xmm <=
+#if defined(__x86_64__) && !defined(__ILP32__)
+    _Static_assert(sizeof uc->uc_mcontext.gregs + sizeof uc->uc_mcontext.fpregs->_xmm +
+                           (256 + 512 + 1024) <=
                        OS_REGISTER_WORDS * sizeof(uintptr_t),
-                   "general and xmm registers fit");
+                   "general, xmm, ymm and zmm registers fit");
     memcpy(words, uc->uc_mcontext.gregs, sizeof uc->uc_mcontext.gregs);
     size_t n = sizeof uc->uc_mcontext.gregs / sizeof(uintptr_t);
     if (uc->uc_mcontext.fpregs != NULL) {
         size_t bytes = sizeof uc->uc_mcontext.fpregs->_xmm; /* 16 x 16 */
         memcpy(words + n, uc->uc_mcontext.fpregs->_xmm, bytes);
         n += bytes / sizeof(uintptr_t);
+        n = xsave_parts_copy(words, n, (const uint8_t *)uc->uc_mcontext.fpregs);
+    }
+    return n;
+#elif defined(__aarch64__)
+    const mcontext_t *mc = &uc->uc_mcontext;
+    _Static_assert(sizeof mc->regs + 2 * sizeof(uintptr_t) + FPSIMD_VREGS_BYTES <=
+                       OS_REGISTER_WORDS * sizeof(uintptr_t),
+                   "general and vector registers fit");
+    memcpy(words, mc->regs, sizeof mc->regs);
+    size_t n = sizeof mc->regs / sizeof(uintptr_t);
+    words[n++] = (uintptr_t)mc->sp;
+    words[n++] = (uintptr_t)mc->pc;
+    const uint8_t *rec = (const uint8_t *)mc->__reserved, *end = rec + sizeof mc->__reserved;
+    while ((size_t)(end - rec) >= 8) {
+        uint32_t magic, size;
+        memcpy(&magic, rec, sizeof magic);
+        memcpy(&size, rec + 4, sizeof size);
+        if (magic == 0 || size < 8 || size > (size_t)(end - rec))
+            break;
+        if (magic == FPSIMD_RECORD_MAGIC && size >= FPSIMD_VREGS_AT + FPSIMD_VREGS_BYTES) {
+            memcpy(words + n, rec + FPSIMD_VREGS_AT, FPSIMD_VREGS_BYTES);
+            n += FPSIMD_VREGS_BYTES / sizeof(uintptr_t);
+            break;
+        }
+        rec += size;
     }
     return n;
 #else
@@ -685,6 +784,9 @@ unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name
 {
     registers_pass_t p = {.fn = fn, .arg = arg, .self = os_gettid(), .skip_name = skip_name};
     int saved = errno;
+#if defined(__x86_64__) && !defined(__ILP32__)
+    xsave_parts_find(); /* before any handler runs: they read what it finds */
+#endif
     /* A fork during another thread's pass left its child these: start clean. */
     for (int i = 0; i < OS_REGISTERS_BATCH; i++) {
         atomic_store_explicit(&regs_batch.tid[i], 0, memory_order_relaxed);

@@ -228,12 +228,14 @@ typedef struct rule_entry_s {
 static rule_entry_t *rules; /* NULL: libgcc walks every time */
 static lock_t rules_lock = LOCK_INIT;
 
+#if defined(__x86_64__) /* elsewhere the table stays NULL (trace_cache_init) */
 static void rules_init(void)
 {
     size_t bytes = (RULE_ENTRIES * sizeof(rule_entry_t) + os_info.page_size - 1) &
                    ~(os_info.page_size - 1);
     rules = os_map_aligned(bytes, os_info.page_size, 0);
 }
+#endif
 
 /* DWARF register numbers (x86-64) and call frame instructions. */
 #define DW_RBP 6

@@ -20,24 +20,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* src/internal.h (internal to the library; reachable from the archive). */
-bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
-                        void (*fn)(const char *rec, size_t len, void *arg), void *arg);
-typedef struct os_maps_line_s {
-    uintptr_t start, end;
-    char perms[5];
-    const char *path;
-    size_t path_len;
-} os_maps_line_t;
-bool os_maps_line_parse(const char *line, size_t len, os_maps_line_t *out);
-#define OS_REGISTERS_BATCH 64
-#define OS_REGISTER_WORDS 64
-typedef struct os_registers_s {
-    uintptr_t words[OS_REGISTER_WORDS];
-    size_t count;
-} os_registers_t;
-unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name,
-                                    void (*fn)(const os_registers_t *regs, void *arg), void *arg);
+/* The OS layer's readers are internal to the library (reachable from the
+ * archive): their declarations come from its own header, so that a change
+ * there (a struct's size) cannot leave this test reading another layout. */
+#include "../src/internal.h"
 
 #define MAX_RECORDS 20000
 
@@ -185,43 +171,104 @@ static void maps_lines_parse_with_and_without_a_path(void)
 
 static atomic_int spinning, stop_spinning;
 
-static atomic_int hold_in_xmm;
+/* Where the holder keeps the value: a general register, or (x86-64 and
+ * aarch64) a part of a vector register, where a memcpy may carry a pointer. */
+enum {
+    HOLD_GENERAL,
+    HOLD_XMM8,      /* x86-64: xmm8 (the legacy area of the signal frame) */
+    HOLD_YMM8_HIGH, /* x86-64, AVX: the upper half of ymm8, its low half 0 */
+    HOLD_ZMM8_HIGH, /* x86-64, AVX-512: the upper 256 bits of zmm8 */
+    HOLD_ZMM24,     /* x86-64, AVX-512: zmm24 (one of zmm16-31) */
+    HOLD_V20_HIGH,  /* aarch64: the upper 64 bits of v20 */
+};
+static atomic_int hold_where;
 
-/* Hold REGISTER_MAGIC in a callee-saved register (x86-64 with hold_in_xmm:
- * in xmm8, as a memcpy may carry a pointer), and nowhere in memory, until
- * told to stop. */
+/* Hold REGISTER_MAGIC in a register (hold_where), and nowhere in memory,
+ * until told to stop. Each asm loads the value, clears the register it came
+ * through, spins, then clears the holding register. */
+#define HOLD_SPIN                                                                                  \
+    "movl $1, (%0)\n"                                                                              \
+    "1:\n\t"                                                                                       \
+    "pause\n\t"                                                                                    \
+    "cmpl $0, (%1)\n\t"                                                                            \
+    "je 1b\n\t"
 static void *hold_magic_in_a_register(void *arg)
 {
+    int where = atomic_load(&hold_where);
 #if defined(__x86_64__)
-    if (atomic_load(&hold_in_xmm)) {
+    if (where == HOLD_XMM8) {
         __asm__ volatile("movabs $0x5EB0C0DE1234ABCD, %%rax\n\t"
                          "movq %%rax, %%xmm8\n\t"
-                         "xor %%eax, %%eax\n\t"
-                         "movl $1, (%0)\n"
-                         "1:\n\t"
-                         "pause\n\t"
-                         "cmpl $0, (%1)\n\t"
-                         "je 1b\n\t"
-                         "pxor %%xmm8, %%xmm8"
+                         "xor %%eax, %%eax\n\t" HOLD_SPIN "pxor %%xmm8, %%xmm8"
                          :
                          : "r"(&spinning), "r"(&stop_spinning)
                          : "rax", "xmm8", "cc", "memory");
         return NULL;
     }
+    if (where == HOLD_YMM8_HIGH) {
+        __asm__ volatile("movabs $0x5EB0C0DE1234ABCD, %%rax\n\t"
+                         "vmovq %%rax, %%xmm0\n\t"
+                         "vpxor %%xmm8, %%xmm8, %%xmm8\n\t"
+                         "vinsertf128 $1, %%xmm0, %%ymm8, %%ymm8\n\t"
+                         "vpxor %%xmm0, %%xmm0, %%xmm0\n\t"
+                         "xor %%eax, %%eax\n\t" HOLD_SPIN "vpxor %%xmm8, %%xmm8, %%xmm8\n\t"
+                         "vzeroupper"
+                         :
+                         : "r"(&spinning), "r"(&stop_spinning)
+                         : "rax", "xmm0", "xmm8", "cc", "memory");
+        return NULL;
+    }
+    if (where == HOLD_ZMM8_HIGH || where == HOLD_ZMM24) {
+        if (where == HOLD_ZMM8_HIGH)
+            __asm__ volatile("movabs $0x5EB0C0DE1234ABCD, %%rax\n\t"
+                             "vmovq %%rax, %%xmm0\n\t"
+                             "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
+                             "vinserti64x4 $1, %%ymm0, %%zmm8, %%zmm8\n\t"
+                             "vpxor %%xmm0, %%xmm0, %%xmm0\n\t"
+                             "xor %%eax, %%eax\n\t" HOLD_SPIN "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
+                             "vzeroupper"
+                             :
+                             : "r"(&spinning), "r"(&stop_spinning)
+                             : "rax", "xmm0", "xmm8", "cc", "memory");
+        else
+            __asm__ volatile("movabs $0x5EB0C0DE1234ABCD, %%rax\n\t"
+                             "vmovq %%rax, %%xmm24\n\t"
+                             "xor %%eax, %%eax\n\t" HOLD_SPIN "vpxord %%zmm24, %%zmm24, %%zmm24\n\t"
+                             "vzeroupper"
+                             :
+                             : "r"(&spinning), "r"(&stop_spinning)
+                             : "rax", "cc", "memory");
+        return NULL;
+    }
+#elif defined(__aarch64__)
+    if (where == HOLD_V20_HIGH) {
+        __asm__ volatile("movz x9, #0xABCD\n\t"
+                         "movk x9, #0x1234, lsl #16\n\t"
+                         "movk x9, #0xC0DE, lsl #32\n\t"
+                         "movk x9, #0x5EB0, lsl #48\n\t"
+                         "movi v20.2d, #0\n\t"
+                         "mov v20.d[1], x9\n\t"
+                         "mov w9, #1\n\t"
+                         "str w9, [%0]\n"
+                         "1:\n\t"
+                         "yield\n\t"
+                         "ldr w9, [%1]\n\t"
+                         "cbz w9, 1b\n\t"
+                         "movi v20.2d, #0"
+                         :
+                         : "r"(&spinning), "r"(&stop_spinning)
+                         : "x9", "v20", "memory");
+        return NULL;
+    }
 #endif
+    (void)where;
     if (arg != NULL) { /* "blocked": every signal blocked */
         sigset_t all;
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, NULL);
     }
 #if defined(__x86_64__)
-    __asm__ volatile("movabs $0x5EB0C0DE1234ABCD, %%r12\n\t"
-                     "movl $1, (%0)\n"
-                     "1:\n\t"
-                     "pause\n\t"
-                     "cmpl $0, (%1)\n\t"
-                     "je 1b\n\t"
-                     "xor %%r12, %%r12"
+    __asm__ volatile("movabs $0x5EB0C0DE1234ABCD, %%r12\n\t" HOLD_SPIN "xor %%r12, %%r12"
                      :
                      : "r"(&spinning), "r"(&stop_spinning)
                      : "r12", "cc", "memory");
@@ -308,17 +355,48 @@ static void a_value_held_only_in_a_register_arrives(void)
           "the signal's action should be the default again");
 }
 
-#if defined(__x86_64__)
-/* Review finding (the stop's own): only general registers were read. Run on
- * x86-64 only, where os.c reads xmm0-15. */
-static void a_value_held_only_in_an_xmm_register_arrives(void)
+/* Ask a holder keeping the value in `where`; check it arrived. */
+static void check_value_held_in(int where, const char *what)
 {
-    atomic_store(&hold_in_xmm, 1);
+    atomic_store(&hold_where, where);
     unsigned missed = ask_a_holder(false);
-    atomic_store(&hold_in_xmm, 0);
+    atomic_store(&hold_where, HOLD_GENERAL);
     CHECK(missed == 0 && regs_seen.calls == 1, "one thread's registers expected: %u missed, %d "
           "calls", missed, regs_seen.calls);
-    CHECK(regs_seen.magic, "the value only xmm8 held should be among the thread's registers");
+    CHECK(regs_seen.magic, "the value only %s held should be among the thread's registers", what);
+}
+
+#if defined(__x86_64__)
+/* Review finding (stop 32's own): only general registers were read. */
+static void a_value_held_only_in_an_xmm_register_arrives(void)
+{
+    check_value_held_in(HOLD_XMM8, "xmm8");
+}
+
+/* Only xmm0-15 were read (stop 32): not the upper parts of ymm and zmm,
+ * nor zmm16-31, which the kernel saves in the frame's XSAVE area. */
+static void a_value_held_only_in_a_ymm_upper_half_arrives(void)
+{
+    if (!__builtin_cpu_supports("avx")) {
+        SKIP_CHECK("this CPU has no AVX: no ymm registers to hold a value in");
+        return;
+    }
+    check_value_held_in(HOLD_YMM8_HIGH, "ymm8's upper half");
+}
+
+static void values_held_only_in_avx512_registers_arrive(void)
+{
+    if (!__builtin_cpu_supports("avx512f")) {
+        SKIP_CHECK("this CPU has no AVX-512: no zmm registers to hold a value in");
+        return;
+    }
+    check_value_held_in(HOLD_ZMM8_HIGH, "zmm8's upper 256 bits");
+    check_value_held_in(HOLD_ZMM24, "zmm24");
+}
+#elif defined(__aarch64__)
+static void a_value_held_only_in_a_vector_register_arrives(void)
+{
+    check_value_held_in(HOLD_V20_HIGH, "v20's upper half");
 }
 #endif
 
@@ -395,6 +473,10 @@ int main(void)
     RUN_CASE(a_value_held_only_in_a_register_arrives);
 #if defined(__x86_64__)
     RUN_CASE(a_value_held_only_in_an_xmm_register_arrives);
+    RUN_CASE(a_value_held_only_in_a_ymm_upper_half_arrives);
+    RUN_CASE(values_held_only_in_avx512_registers_arrive);
+#elif defined(__aarch64__)
+    RUN_CASE(a_value_held_only_in_a_vector_register_arrives);
 #endif
     RUN_CASE(a_thread_with_signals_blocked_is_counted_not_waited_for);
     RUN_CASE(a_thread_in_sigwait_is_not_sent_the_signal);
