@@ -535,6 +535,8 @@ static size_t xsave_parts_copy(uintptr_t *words, size_t n, const uint8_t *fx)
     memcpy(&magic, fx + FX_SW_BYTES, sizeof magic);
     memcpy(&features, fx + FX_SW_BYTES + 8, sizeof features);
     memcpy(&xstate_size, fx + FX_SW_BYTES + 16, sizeof xstate_size);
+    /* The kernel writes the magic in a frame without an XSAVE area too (its
+     * size then 512): the size test is what keeps the header unread there. */
     if (magic != FX_MAGIC1 || xstate_size < XSAVE_HEADER + 64)
         return n;
     memcpy(&written, fx + XSAVE_HEADER, sizeof written);

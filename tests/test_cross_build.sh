@@ -27,12 +27,15 @@ if ! command -v "$CROSS" >/dev/null; then
 fi
 OUT=${TEST_BUILD:-$PWD/build}/aarch64
 rm -rf "$OUT"
+mkdir -p "$OUT"
 failed=0
 
 echo "[ RUN  ] library_builds_for_aarch64"
-if ! make -s CC="$CROSS" BUILD="$OUT" lib >"$OUT.log" 2>&1; then
+# Not the outer make's variables (MAKEFLAGS passes them down): an x86-only
+# EXTRA_CFLAGS such as -march=native would break the aarch64 compiler.
+if ! env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s CC="$CROSS" BUILD="$OUT" EXTRA_CFLAGS= lib >"$OUT/make.log" 2>&1; then
     echo "    FAILED: make lib for aarch64:"
-    sed 's/^/      /' "$OUT.log" | tail -40
+    sed 's/^/      /' "$OUT/make.log" | tail -40
     echo "[ FAIL ] library_builds_for_aarch64"
     exit 1
 fi
@@ -49,12 +52,12 @@ fi
 echo "[ RUN  ] os_test_builds_for_aarch64"
 if "$CROSS" -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -fno-builtin-malloc \
     -fno-builtin-free -Iinclude -Itests tests/test_os.c -o "$OUT/test_os" \
-    "$OUT/libebb.a" -lpthread >"$OUT.test_os.log" 2>&1 &&
+    "$OUT/libebb.a" -lpthread >"$OUT/test_os.log" 2>&1 &&
     readelf -h "$OUT/test_os" | grep -q 'Machine:.*AArch64'; then
     echo "[  OK  ] os_test_builds_for_aarch64"
 else
     echo "    FAILED: tests/test_os.c for aarch64:"
-    sed 's/^/      /' "$OUT.test_os.log" | tail -40
+    sed 's/^/      /' "$OUT/test_os.log" | tail -40
     echo "[ FAIL ] os_test_builds_for_aarch64"
     failed=1
 fi
