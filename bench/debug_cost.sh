@@ -1,15 +1,32 @@
 #!/bin/bash
-# 2026-12-04 (stop 33) driver: the 2026-12-04 task1.sh with only the paths changed (OLD=/tmp/dc-old 92de4ba,
-# NEW=/tmp/dc-new c7da392; raw output under /work/main/bench/results/debug-cost-2026-12-04b-raw).
-# 30e driver: 30d's task1.sh with two commits x two modes.
-# 11 workloads x 4 configs (OLD/NEW x release/debug), 1 unrecorded warm-up + 5 reps.
-# The order of the 4 configs rotates by (rep + workload) % 4.
-# Commands run from the NEW worktree, so relative paths (bench programs, compile-30.c,
-# alloc_heavy.py) are NEW's for both; libebb.so and measure are each config's own.
-cd /tmp/dc-new || exit 1
-RAW=/work/main/bench/results/debug-cost-2026-12-04b-raw
+# bench/debug_cost.sh — debug mode's cost against release, two ebb commits side by side.
+#
+#   bash bench/debug_cost.sh OLD_WORKTREE NEW_WORKTREE RAW_DIR
+#
+# Each worktree is a checkout with `make lib bench-build` done and
+# build/bench/compile-30.c made (python3 bench/programs/gen_c.py 30 >
+# build/bench/compile-30.c). 11 workloads x 4 configurations (OLD/NEW x
+# release/debug), one unrecorded warm-up rep and 5 timed reps; the order of the
+# 4 configurations rotates by (rep + workload) % 4. Commands run from the NEW
+# worktree, so relative paths (bench programs, compile-30.c, alloc_heavy.py)
+# are NEW's for both; libebb.so and measure are each configuration's own.
+# Writes RAW_DIR/t1.tsv (rep, workload, ver, mode, ms, malloc=, measure's
+# line), RAW_DIR/uptime-t1.txt and any unexpected output in
+# RAW_DIR/stdout-extra-t1.txt; bench/debug_cost_report.py RAW_DIR/t1.tsv
+# prints the tables. The runs of 2026-11-30 to 2026-12-04 used copies of this
+# script in their raw directories.
+[ $# -eq 3 ] || { echo "usage: $0 OLD_WORKTREE NEW_WORKTREE RAW_DIR" >&2; exit 2; }
+OLD=$(cd "$1" && pwd) || exit 2
+NEW=$(cd "$2" && pwd) || exit 2
+mkdir -p "$3" && RAW=$(cd "$3" && pwd) || exit 2
+for w in "$OLD" "$NEW"; do
+	for f in build/libebb.so build/bench/measure build/bench/compile-30.c; do
+		[ -e "$w/$f" ] || { echo "$0: $w/$f is missing (see the usage above)" >&2; exit 2; }
+	done
+done
+cd "$NEW" || exit 1
 OUT=$RAW/${SET:-t1}.tsv
-declare -A WT=([old]=/tmp/dc-old [new]=/tmp/dc-new)
+declare -A WT=([old]=$OLD [new]=$NEW)
 names=(pair-64 pair-1024 rand-8-1k rand-1k-64k larson-2t xmalloc-2t frag realloc-str large python gcc)
 cmds=(
 "build/bench/bench_core pair 64 1000000"

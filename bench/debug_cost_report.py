@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-# 2026-12-04: 2026-12-02's an.py, unchanged except this line.
-# 30e tables from t1.tsv (rep, workload, ver, mode, ms, malloc=, measure line).
+# bench/debug_cost_report.py — the tables of a bench/debug_cost.sh run:
+#   python3 bench/debug_cost_report.py RAW_DIR/t1.tsv
+# t1.tsv: rep, workload, ver, mode, ms, malloc=, measure's line.
 # Derived from 30d's an.py: time = program's ms= for bench programs, measure's wall_ms
 # for python and gcc; peak RSS = maxrss_kb; ratios are ratios of medians.
 import sys, statistics as st, math
