@@ -630,7 +630,8 @@ static bool fast_walk(capture_t *c)
  * replays that walk on the stack as it is now: from the mark it reads the
  * first pc, and while each pc read equals the recorded one, takes the
  * recorded rule to the caller's frame and reads the next. So a hit reads
- * exactly the slots the fast walk would read (the rule of a pc is the rule
+ * only slots the fast walk would read (all of them, but for the saved rbp
+ * slots a chain of rsp steps has no use for; the rule of a pc is the rule
  * the walk would find for it) and reaches the same pcs, and the same trace,
  * whatever lay on the stack before: an entry filled by a chain whose frames
  * had other sizes (alloca, a VLA, a coroutine stack replaced at the same
@@ -679,7 +680,9 @@ typedef struct cache_entry_s {
     struct {
         uintptr_t next_pc;
         int32_t cfa_off, rbp_off;
-        uint32_t next_pc_at; /* rbp_steps == 0: where next_pc lies, from the mark */
+        uint32_t next_pc_at; /* rbp_steps == 0: where next_pc lies, from the mark
+                                (a step is 24 bytes, an entry 816, the cache 1.6 MiB
+                                of address space touched as entries fill) */
     } steps[WALK_FRAMES - 1];
 } cache_entry_t;
 
@@ -749,7 +752,7 @@ ebb_racy_reader static uint32_t cache_lookup(uintptr_t mark, int max, int *out_d
      * count is checked, before the rule computes an address. A chain whose
      * steps all go by rsp has each return address at a fixed distance from
      * the mark (the sum of the CFA offsets below it, worked out by
-     * cache_store): its replay reads those slots and nothing else (rbp, which
+     * cache_store): its replay reads those slots and no other (rbp, which
      * no step of it uses, is not followed). In a debug-mode python run all
      * but a few hundred of 18.8 M replay steps were such. */
     if (rbp_steps == 0) {

@@ -104,6 +104,7 @@ expect use_after_free_late  "heap-use-after-free"                               
 expect use_after_free_found_by_time "heap-use-after-free"                         allocate_victim EBB_BACKGROUND=0
 expect alloca_chain_changed "double free"                                          leaf
 expect coroutine_stack_replaced "double free"                                      leaf
+expect coroutine_stack_replaced_fixed_frames "double free"                         leaf
 
 # The details that only some reports carry.
 begin_case details
@@ -155,7 +156,7 @@ awk '/^  this call:/ { getline; print; exit }' "$TMP/uaftime" | grep -q " in mai
 # on today's stack reaches the same frames: a chain that meets malloc where
 # another did, with other frames above, gets its own trace (a stale one
 # before, and SIGSEGV on the coroutine stack whose top was cut off).
-for prog in alloca_chain_changed coroutine_stack_replaced; do
+for prog in alloca_chain_changed coroutine_stack_replaced coroutine_stack_replaced_fixed_frames; do
     { EBB_DEBUG=1 "$D/$prog" >/dev/null 2>"$TMP/chain"; } 2>/dev/null
     awk '/^  allocated at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/chain" >"$TMP/chain.alloc"
     grep -q " in second_owner+" "$TMP/chain.alloc" && ! grep -q " in first_owner+" "$TMP/chain.alloc" ||
