@@ -15,17 +15,27 @@
 # RAW_DIR/stdout-extra-t1.txt; bench/debug_cost_report.py RAW_DIR/t1.tsv
 # prints the tables. The runs of 2026-11-30 to 2026-12-04 used copies of this
 # script in their raw directories.
-[ $# -eq 3 ] || { echo "usage: $0 OLD_WORKTREE NEW_WORKTREE RAW_DIR" >&2; exit 2; }
-OLD=$(cd "$1" && pwd) || exit 2
-NEW=$(cd "$2" && pwd) || exit 2
-mkdir -p "$3" && RAW=$(cd "$3" && pwd) || exit 2
+#
+# SET (default t1) names the output files, so that a second run into the same
+# RAW_DIR can sit beside the first; an existing RAW_DIR/$SET.tsv is never
+# overwritten.
+usage() { echo "usage: $0 OLD_WORKTREE NEW_WORKTREE RAW_DIR  (see the comment at its top)" >&2; exit 2; }
+[ $# -eq 3 ] || usage
+OLD=$(cd "$1" && pwd) || usage
+NEW=$(cd "$2" && pwd) || usage
+[ "$OLD" != "$NEW" ] || { echo "$0: OLD and NEW are the same worktree" >&2; exit 2; }
 for w in "$OLD" "$NEW"; do
-	for f in build/libebb.so build/bench/measure build/bench/compile-30.c; do
-		[ -e "$w/$f" ] || { echo "$0: $w/$f is missing (see the usage above)" >&2; exit 2; }
+	for f in build/libebb.so build/bench/measure build/bench/compile-30.c build/bench/bench_core \
+		build/bench/bench_larson build/bench/bench_xmalloc build/bench/bench_frag \
+		build/bench/bench_realloc build/bench/bench_large; do
+		[ -e "$w/$f" ] || { echo "$0: $w/$f is missing: build it (make lib bench-build; compile-30.c from bench/programs/gen_c.py 30)" >&2; exit 2; }
 	done
 done
+OUT_NAME=${SET:-t1}
+[ ! -e "$3/$OUT_NAME.tsv" ] || { echo "$0: $3/$OUT_NAME.tsv exists: choose another RAW_DIR or SET" >&2; exit 2; }
+mkdir -p "$3" && RAW=$(cd "$3" && pwd) || exit 2
 cd "$NEW" || exit 1
-OUT=$RAW/${SET:-t1}.tsv
+OUT=$RAW/$OUT_NAME.tsv
 declare -A WT=([old]=$OLD [new]=$NEW)
 names=(pair-64 pair-1024 rand-8-1k rand-1k-64k larson-2t xmalloc-2t frag realloc-str large python gcc)
 cmds=(

@@ -6,7 +6,10 @@
 # for python and gcc; peak RSS = maxrss_kb; ratios are ratios of medians.
 import sys, statistics as st, math
 from collections import defaultdict
-f = sys.argv[1] if len(sys.argv) > 1 else "t1.tsv"
+import os
+if len(sys.argv) != 2 or not os.path.isfile(sys.argv[1]):
+    sys.exit("usage: debug_cost_report.py RAW_DIR/t1.tsv  (a file bench/debug_cost.sh wrote)")
+f = sys.argv[1]
 order = "pair-64 pair-1024 rand-8-1k rand-1k-64k larson-2t xmalloc-2t frag realloc-str large python gcc".split()
 T = defaultdict(list); R = defaultdict(list); P = defaultdict(dict)
 other = []; steal = []; noisy = []; bad = []
