@@ -17,17 +17,16 @@
  */
 #include <alloca.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "ebb.h"
+#include "coroutine.h"
 #include "fault.h"
 
 #define STACK_BYTES ((size_t)256 << 10)
 #define CUT_BYTES   ((size_t)16 << 10)
 #define PAD_BYTES   ((size_t)64 << 10)
 
-static ucontext_t main_ctx, co_ctx;
 static int probing;         /* leaf only records where it runs */
 static uintptr_t leaf_at;   /* leaf's frame address in the last run */
 static size_t pad;          /* padded's alloca */
@@ -62,16 +61,6 @@ __attribute__((noinline)) static void second_owner(void)
     __asm__ volatile("" ::: "memory");
 }
 
-static void run(char *stack, size_t size, void (*fn)(void))
-{
-    getcontext(&co_ctx);
-    co_ctx.uc_stack.ss_sp = stack;
-    co_ctx.uc_stack.ss_size = size;
-    co_ctx.uc_link = &main_ctx;
-    makecontext(&co_ctx, fn, 0);
-    swapcontext(&main_ctx, &co_ctx);
-}
-
 int main(void)
 {
     char *stack = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -80,11 +69,11 @@ int main(void)
         return 2;
     pad = PAD_BYTES;
     probing = 1;
-    run(stack, STACK_BYTES, first_owner);
+    coroutine_run(stack, STACK_BYTES, first_owner);
     uintptr_t first_at = leaf_at;
     probing = 0;
     for (int i = 0; i < 3; i++) { /* the first is a miss that fills the cache */
-        run(stack, STACK_BYTES, first_owner);
+        coroutine_run(stack, STACK_BYTES, first_owner);
         free(block);
     }
 
@@ -93,16 +82,16 @@ int main(void)
     /* Find the pad that puts leaf where it ran before. */
     pad = PAD_BYTES - CUT_BYTES;
     probing = 1;
-    run(stack, STACK_BYTES - CUT_BYTES, second_owner);
+    coroutine_run(stack, STACK_BYTES - CUT_BYTES, second_owner);
     pad += first_at - leaf_at; /* leaf ran lower by that much */
-    run(stack, STACK_BYTES - CUT_BYTES, second_owner);
+    coroutine_run(stack, STACK_BYTES - CUT_BYTES, second_owner);
     if (leaf_at != first_at) {
         printf("leaf ran at %#lx, not %#lx as in run 1\n", (unsigned long)leaf_at,
                (unsigned long)first_at);
         return 3;
     }
     probing = 0;
-    run(stack, STACK_BYTES - CUT_BYTES, second_owner);
+    coroutine_run(stack, STACK_BYTES - CUT_BYTES, second_owner);
     announce(block);
     free(block);
     free(block);
