@@ -6,9 +6,8 @@
 # Each worktree is a checkout with `make lib bench-build` done and
 # build/bench/compile-30.c made (python3 bench/programs/gen_c.py 30 >
 # build/bench/compile-30.c). The 11 workloads of bench/debug_workloads.sh x 4
-# configurations (OLD/NEW x
-# release/debug), one unrecorded warm-up rep and 5 timed reps; the order of the
-# 4 configurations rotates by (rep + workload) % 4. Commands run from the NEW
+# configurations (OLD/NEW x release/debug), one unrecorded warm-up rep and 5
+# timed reps; the order of the 4 configurations rotates by (rep + workload) % 4. Commands run from the NEW
 # worktree, so relative paths (bench programs, compile-30.c, alloc_heavy.py)
 # are NEW's for both; libebb.so and measure are each configuration's own.
 # Writes RAW_DIR/t1.tsv (rep, workload, ver, mode, ms, malloc=, measure's
