@@ -16,6 +16,11 @@
  *     the quarantine and the reuse cache are emptied (their blocks checked as
  *     usual), before a last try. A request larger than the address space or
  *     than RLIMIT_AS fails without giving anything back: it could not help.
+ *     So does a block larger than RAM and swap together under Linux's default
+ *     overcommit policy (vm.overcommit_memory = 0), which refuses one such
+ *     mapping and so makes glibc's malloc fail; ebb's mappings skip the
+ *     kernel's test (MAP_NORESERVE), so ebb makes it (not for blocks aligned
+ *     to more than 4 MiB, whose mappings are mostly untouched padding).
  *   - A successful call leaves errno as it was, also when it was served after
  *     a refused request (by a fallback or the retry above).
  *   - A size computation that would overflow (calloc's n*size, reallocarray's

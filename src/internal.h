@@ -680,9 +680,16 @@ void *os_map_aligned(size_t size, size_t align, size_t align_offset);
 void *os_map_aligned_room(size_t size, size_t room, size_t align, size_t align_offset);
 void os_unmap(void *p, size_t size);
 /* Whether a mapping of `size` bytes could be granted at all: not above
- * os_info.map_max, nor above the address-space limit (RLIMIT_AS, read now: a
- * program may change it). False means giving back caches cannot help it. */
+ * os_info.map_max, nor above what the kernel's overcommit heuristic grants
+ * (os_overcommit_allows), nor above the address-space limit (RLIMIT_AS, read
+ * now: a program may change it). False means giving back caches cannot help
+ * it. */
 bool os_size_mappable(size_t size);
+/* Whether the kernel would map a block of `size` bytes under its default
+ * overcommit policy, were ebb's mappings not MAP_NORESERVE: false only under
+ * vm.overcommit_memory = 0 for more than RAM and swap together. Costs one
+ * comparison below that. */
+bool os_overcommit_allows(size_t size);
 /* Grow or shrink a mapping in place; false if it cannot be done in place. */
 bool os_remap_inplace(void *p, size_t old_size, size_t new_size);
 /* Map fresh pages at [end, end + size) if nothing is mapped there (typically

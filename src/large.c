@@ -595,6 +595,12 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
     size_t total = offset + round_up(size ? size : 1, ps);
     if (total > os_info.map_max)
         return NULL; /* larger than the address space: no call can help */
+    /* Nor can anything help a block bigger than RAM and swap under the
+     * kernel's default policy (os.c). Not tested for alignments above a
+     * segment: such a mapping is mostly address space never touched (debug
+     * mode's padding before the block is one alignment unit). */
+    if (alignment <= SEGMENT_SIZE && !os_overcommit_allows(total))
+        return NULL;
     segment_t *seg = huge_cache_take(total, offset, alignment, zero);
     if (seg) {
         if (seg->huge_purged && option_get(OPT_HUGE_PAGES))
@@ -778,7 +784,11 @@ void *huge_realloc(segment_t *seg, void *p, size_t size)
         return p;
     }
     /* Growing: into its own cut tail if that is still there, else where it
-     * is, else moved; the fresh pages are then replaced by spare pages. */
+     * is, else moved; the fresh pages are then replaced by spare pages. Not
+     * beyond RAM and swap (os.c, the overcommit heuristic): mremap grows a
+     * MAP_NORESERVE mapping unchecked. */
+    if (!os_overcommit_allows(new_total))
+        return NULL;
     if (spares_enabled() && spare_take_adjacent(seg, new_total - old_total, new_total - old_total) > 0) {
         huge_set_size(seg, new_total);
         return p;

@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
@@ -80,6 +81,57 @@ static void os_no_huge_pages_in_bss(void)
     }
 }
 
+/* ---------------------------------------------------------------------------
+ * The kernel's overcommit heuristic
+ *
+ * ebb maps with MAP_NORESERVE: segments are over-mapped to be aligned, huge
+ * blocks keep room to grow, and a block with a big alignment is cut from a
+ * mapping many times its size, and none of that address space should count
+ * against a commit limit. But the flag also skips the one test the kernel's
+ * default policy (vm.overcommit_memory = 0, "heuristic") makes: one mapping
+ * bigger than RAM and swap together is refused. glibc's malloc, which maps
+ * without the flag, returns NULL with ENOMEM for malloc(64 GiB) on a machine
+ * of 23 GiB; ebb returned a block the program could never fill, and a program
+ * that probes what it can get (try big, then smaller) was killed later by the
+ * OOM killer instead (review finding). So ebb makes that test itself, on the
+ * block's own mapping (large.c: huge_alloc and huge_realloc; the over-mapping
+ * for an alignment is not counted, and a block aligned to more than a
+ * segment is not tested, so aligned_alloc(2^35, 4096) stays served, sparse,
+ * in debug mode too). Under mode 1 (always) the kernel grants everything;
+ * under mode 2 (strict) it ignores MAP_NORESERVE and decides itself.
+ *
+ * RAM and swap are read at start (sysinfo); a request above that figure reads
+ * the mode and the figure again (swap may have been added since), so any
+ * other request costs one comparison.
+ * ------------------------------------------------------------------------- */
+static _Atomic size_t ram_and_swap ebb_cold_bss; /* bytes, at the last reading */
+
+static size_t ram_and_swap_now(void)
+{
+    int saved = errno;
+    struct sysinfo si;
+    int r = sysinfo(&si);
+    errno = saved;
+    size_t units, bytes;
+    if (r != 0 || __builtin_add_overflow(si.totalram, si.totalswap, &units) ||
+        __builtin_mul_overflow(units, si.mem_unit ? si.mem_unit : 1, &bytes))
+        return SIZE_MAX; /* unknown: the kernel decides */
+    return bytes;
+}
+
+bool os_overcommit_allows(size_t size)
+{
+    size_t known = atomic_load_explicit(&ram_and_swap, memory_order_relaxed);
+    if (size <= known)
+        return true;
+    char mode[8];
+    if (os_read_file("/proc/sys/vm/overcommit_memory", mode, sizeof mode) == 0 || mode[0] != '0')
+        return true;
+    size_t now = ram_and_swap_now();
+    atomic_store_explicit(&ram_and_swap, now, memory_order_relaxed);
+    return size <= now;
+}
+
 void os_init(void)
 {
     unsigned long ps = getauxval(AT_PAGESZ);
@@ -110,6 +162,7 @@ void os_init(void)
         top = (uintptr_t)__builtin_frame_address(0);
     unsigned bits = 64 - (unsigned)__builtin_clzl(top | 1);
     os_info.map_max = bits >= 8 * sizeof(size_t) ? SIZE_MAX : (size_t)1 << bits;
+    atomic_store_explicit(&ram_and_swap, ram_and_swap_now(), memory_order_relaxed);
 }
 
 size_t os_read_file(const char *path, char *buf, size_t cap)
@@ -1071,7 +1124,7 @@ void os_unmap(void *p, size_t size)
 
 bool os_size_mappable(size_t size)
 {
-    if (size > os_info.map_max)
+    if (size > os_info.map_max || !os_overcommit_allows(size))
         return false;
     int saved = errno;
     struct rlimit rl;

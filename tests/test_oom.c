@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/sysinfo.h>
 #include <sys/wait.h>
 
 #include "ebb.h"
@@ -788,6 +789,80 @@ static void a_request_that_can_never_fit_keeps_the_huge_cache(void)
                     "cache as it was");
 }
 
+/* Linux's default policy (vm.overcommit_memory = 0, heuristic) refuses one
+ * mapping bigger than RAM and swap together, and glibc's malloc then returns
+ * NULL with ENOMEM; ebb maps with MAP_NORESERVE, which skips that test, so it
+ * makes the test itself (os.c, "The kernel's overcommit heuristic"). Review
+ * finding: malloc(64 GiB) on a machine of 23 GiB returned a block, which the
+ * program could never fill. A request that fits is still served, and so is a
+ * small block with an alignment bigger than RAM (its mapping is sparse). */
+static void blocks_bigger_than_ram_and_swap_are_refused_under_heuristic_overcommit(void)
+{
+    char mode[8] = "";
+    int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY);
+    ssize_t got = fd >= 0 ? read(fd, mode, sizeof mode - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (got < 1 || mode[0] != '0') {
+        SKIP_CHECK("vm.overcommit_memory is \"%.1s\", not 0 (heuristic): the kernel decides itself",
+                   got < 1 ? "?" : mode);
+        return;
+    }
+    struct sysinfo si;
+    REQUIRE(sysinfo(&si) == 0, "sysinfo failed: errno %d", errno);
+    size_t ram_swap = ((size_t)si.totalram + si.totalswap) * (si.mem_unit ? si.mem_unit : 1);
+    size_t big = ram_swap + ram_swap / 2;
+    REQUIRE(big > ram_swap && big < (size_t)1 << 46, "RAM and swap: %zu bytes, an unusual machine", ram_swap);
+
+    errno = 0;
+    void *p = ebb_malloc(big);
+    CHECK(p == NULL && errno == ENOMEM, "malloc(%zu), 1.5 x RAM and swap: %p, errno %d; expected NULL, "
+          "ENOMEM", big, p, errno);
+    ebb_free(p);
+    errno = 0;
+    p = ebb_calloc(1, big);
+    CHECK(p == NULL && errno == ENOMEM, "calloc(1, %zu): %p, errno %d; expected NULL, ENOMEM", big, p,
+          errno);
+    ebb_free(p);
+    p = NULL;
+    int r = ebb_posix_memalign(&p, (size_t)1 << 21, big);
+    CHECK(r == ENOMEM && p == NULL, "posix_memalign(2 MiB, %zu): %d, %p; expected ENOMEM", big, r, p);
+
+    /* realloc to it fails and keeps the block, small or huge. */
+    size_t sizes[] = {100, 8 * MiB};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        unsigned char *q = ebb_malloc(sizes[k]);
+        REQUIRE(q != NULL, "malloc(%zu) failed", sizes[k]);
+        memset(q, 'q', sizes[k]);
+        errno = 0;
+        void *grown = ebb_realloc(q, big);
+        CHECK(grown == NULL && errno == ENOMEM, "realloc(%zu-byte block, %zu): %p, errno %d; "
+              "expected NULL, ENOMEM", sizes[k], big, grown, errno);
+        size_t changed = 0;
+        for (size_t i = 0; i < sizes[k]; i++)
+            changed += q[i] != 'q';
+        CHECK(changed == 0, "the %zu-byte block changed in %zu bytes after the refused realloc",
+              sizes[k], changed);
+        ebb_free(grown ? grown : q);
+    }
+
+    /* What fits is served: a quarter of it (never touched), and 4 KiB aligned
+     * to 32 GiB. */
+    p = ebb_malloc(ram_swap / 4);
+    CHECK(p != NULL, "malloc(%zu), a quarter of RAM and swap: NULL, errno %d", ram_swap / 4, errno);
+    ebb_free(p);
+    size_t align = (size_t)1 << 35;
+    p = ebb_aligned_alloc(align, 4096);
+    CHECK(p != NULL && ((uintptr_t)p & (align - 1)) == 0, "aligned_alloc(32 GiB, 4096): %p, errno %d; "
+          "expected an aligned block", p, errno);
+    ebb_free(p);
+
+    int bad = 0;
+    probe_huge_cache(big, 20, "above RAM and swap", &bad);
+    CHECK(!bad, "a request above RAM and swap should fail with ENOMEM and leave the huge cache as it "
+          "was (messages above)");
+}
+
 /* Blocks just freed are memory ebb holds for reuse, and a request the OS
  * refuses must get them first (SPEC, failure contract). In debug mode they
  * wait in the quarantine (16 MiB by default) and the reuse cache, checked
@@ -974,6 +1049,7 @@ int main(void)
     RUN_CASE(refused_requests_unmap_the_huge_cache_and_retry);
     RUN_CASE(a_block_served_after_a_refused_request_leaves_errno_alone);
     RUN_CASE(a_request_that_can_never_fit_keeps_the_huge_cache);
+    RUN_CASE(blocks_bigger_than_ram_and_swap_are_refused_under_heuristic_overcommit);
     RUN_CASE(freed_blocks_are_given_back_before_a_request_fails);
     RUN_CASE(a_huge_realloc_gets_the_caches_back_before_it_fails);
     RUN_CASE(blocks_freed_by_another_thread_are_collected_before_a_request_fails);
