@@ -343,8 +343,19 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
     text_flush(&t);
     debug_log_close(fd, opened);
     debug_report_unlock();
-    if (!cfg.on_error_continue)
+    if (!cfg.on_error_continue) {
+        /* A SIGABRT handler may siglongjmp out and let the program carry
+         * on: then the debug call this report ends never returns to clear
+         * its stack mark. Left set, every later capture on the thread
+         * started from this call's dead frame: traces of frames long gone,
+         * and a SIGSEGV once a coroutine's stack it lay on was unmapped
+         * (review finding, tests/debug/abort_caught_on_a_coroutine_stack.c).
+         * Cleared, the handler's own allocations are traced from their own
+         * frames too, not from the call the abort interrupted. */
+        stack_mark = 0;
+        in_debug = false;
         abort();
+    }
 }
 
 /* ---------------------------------------------------------------------------

@@ -294,6 +294,29 @@ grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 77 bytes lost in 1 block$' "$TMP/lj.
     { fail "the leak report at exit should still come, with the 77 bytes lost"; show "$TMP/lj.err"; }
 end_case
 
+# The same on a coroutine's stack, which the program unmaps once the handler
+# has jumped back (review finding: the aborted call's stack mark stayed set,
+# and the next malloc crashed reading the dead frame it named). After that,
+# traces start from their own calls: the second double free names the block's
+# allocating function, and the block the handler allocated and lost is
+# traced from the handler.
+begin_case abort_caught_on_a_coroutine_stack
+timeout 60 env EBB_DEBUG=1 "$D/abort_caught_on_a_coroutine_stack" >"$TMP/acs.out" 2>"$TMP/acs.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0, got $rc (139: SIGSEGV)"; show "$TMP/acs.err"; }
+grep -q "^caught=2$" "$TMP/acs.out" || fail "both double frees should be caught: $(grep caught "$TMP/acs.out")"
+n=$(grep -c "^==ebb== ERROR: double free of " "$TMP/acs.err")
+[ "$n" -eq 2 ] || fail "two double free reports expected, got $n"
+awk '/block: 40 bytes requested/ { t = 1 } t && /allocated at:/ { getline; print; exit }' "$TMP/acs.err" |
+    grep -q " in allocate_after_recovery+" ||
+    { fail "the 40-byte block's report should name allocate_after_recovery as where it was allocated"; show "$TMP/acs.err"; }
+grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 55 bytes lost in 1 block$' "$TMP/acs.err" ||
+    { fail "the leak report should list the 55 bytes the handler lost"; show "$TMP/acs.err"; }
+awk '/55 bytes in 1 block lost, allocated at:/ { getline; a = $0; getline; print a; print; exit }' "$TMP/acs.err" >"$TMP/acs.lost"
+grep -q " in allocate_in_handler+" "$TMP/acs.lost" && grep -q " in on_abort+" "$TMP/acs.lost" ||
+    { fail "the handler's lost block should be traced from allocate_in_handler in on_abort"; show "$TMP/acs.err"; }
+end_case
+
 # Double frees in four threads with continue: every one reported, no crash
 # (reports are made from a copy of the block's header).
 begin_case double_free_threads
