@@ -49,10 +49,13 @@ $(OBJ):
 # linking its code in (hidden, like everything not in exports.map) spares
 # every process that preloads ebb loading libgcc_s.so.1, about 90 KiB of
 # resident memory, whether or not debug mode is on.
+# -z nodelete: dlclose must not unmap the library while its background thread
+# runs and threads that used it have its exit handler still to run
+# (tests/test_dlopen.c).
 $(BUILD)/libebb.so: $(OBJS) src/exports.map
 	$(CC) -shared -static-libgcc -Wl,-soname,libebb.so.$(SOVERSION) \
 	      -Wl,--version-script=src/exports.map \
-	      -Wl,-z,now -Wl,-Bsymbolic-functions -o $@ $(OBJS) -lpthread
+	      -Wl,-z,now -Wl,-z,nodelete -Wl,-Bsymbolic-functions -o $@ $(OBJS) -lpthread
 	ln -sf libebb.so $(BUILD)/libebb.so.$(SOVERSION)
 
 $(BUILD)/libebb.a: $(OBJS)
