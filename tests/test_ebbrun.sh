@@ -28,7 +28,12 @@
 #                                      the report and SIGABRT; with --set
 #                                      EBB_DEBUG_ON_ERROR=continue it goes on
 #   missing_program_and_bad_usage      exit 127 for a missing program, 2 for
-#                                      no program or an unknown flag
+#                                      no program, an unknown flag, or "--"
+#                                      where a flag's value should be
+#   library_path_with_a_space          ebbrun next to a library whose path has
+#                                      a space (which LD_PRELOAD cannot carry):
+#                                      exit 2 with a message, not a run without
+#                                      ebb; --library via a symbolic link works
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${TEST_BUILD:-$ROOT/build}
@@ -247,6 +252,30 @@ grep -q 'cannot run /nonexistent/program' "$TMP/x.err" || fail "no message for a
 [ $? -eq 2 ] || fail "no program: exit 2 expected"
 "$EBBRUN" --frobnicate -- true >/dev/null 2>&1
 [ $? -eq 2 ] || fail "an unknown flag: exit 2 expected"
+# Review finding: the "--" was taken as the file's name, the report went to
+# ./-- and ebbrun exited 0.
+(cd "$TMP" && "$EBBRUN" --stats-file -- true >"$TMP/sf.out" 2>&1)
+rc=$?
+[ $rc -eq 2 ] || fail "--stats-file followed by --: exit 2 expected, got $rc"
+grep -q 'value is missing' "$TMP/sf.out" || fail "--stats-file --: no message about the missing value"
+[ ! -e "$TMP/--" ] || fail "--stats-file --: a file named -- was written"
+end
+
+# Review finding: ebbrun in a directory whose path has a space set an
+# LD_PRELOAD the loader split at the space; the program ran without ebb
+# (the loader's warning, no report) and ebbrun exited 0.
+begin library_path_with_a_space
+mkdir -p "$TMP/sp ace"
+cp "$EBBRUN" "$BUILD/libebb.so" "$TMP/sp ace/"
+"$TMP/sp ace/ebbrun" --stats -- true >"$TMP/sp.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || { fail "a library path with a space: exit 2 expected, got $rc"; sed 's/^/      | /' "$TMP/sp.out"; }
+grep -q 'cannot carry a path with a space' "$TMP/sp.out" || fail "no message naming the space"
+ln -s "$TMP/sp ace/libebb.so" "$TMP/libebb-link.so"
+"$TMP/sp ace/ebbrun" --stats --library "$TMP/libebb-link.so" -- true >"$TMP/sl.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "--library through a symbolic link without a space: exit 0 expected, got $rc"
+grep -q '^== ebb stats' "$TMP/sl.out" || { fail "--library through a link: no stats report (ebb not loaded?)"; sed 's/^/      | /' "$TMP/sl.out"; }
 end
 
 echo "$cases cases, $failed_cases failed"

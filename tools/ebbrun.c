@@ -162,6 +162,13 @@ static bool library_find(char *out, size_t cap)
     return file_exists(out);
 }
 
+/* Whether LD_PRELOAD can name this path: the loader splits its value at
+ * spaces and colons (and takes no escapes). */
+static bool preload_can_carry(const char *path)
+{
+    return strpbrk(path, " :\t\n") == NULL;
+}
+
 int main(int argc, char **argv)
 {
     const char *library = NULL;
@@ -176,7 +183,9 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        bool has_value = i + 1 < argc;
+        /* "--" ends the options: it is never an option's value
+         * (`--stats-file -- prog` sent the report to a file named "--"). */
+        bool has_value = i + 1 < argc && strcmp(argv[i + 1], "--") != 0;
         if (strcmp(a, "--stats") == 0) {
             option_set("EBB_STATS", "1");
         } else if (strcmp(a, "--debug") == 0) {
@@ -215,9 +224,23 @@ int main(int argc, char **argv)
     } else if (!file_exists(library)) {
         die("--library %s: %s", library, strerror(errno));
     }
-    char resolved[PATH_MAX];
-    if (realpath(library, resolved) != NULL)
+    /* An absolute path (the program may change directory), and one that
+     * LD_PRELOAD can carry: the loader splits it at spaces and colons, and a
+     * library path with either in it was silently not loaded (the program
+     * then ran without ebb). The given path is kept where resolving it would
+     * bring one in, so that a symbolic link without them works. */
+    char resolved[PATH_MAX], absolute[PATH_MAX];
+    if (realpath(library, resolved) != NULL && preload_can_carry(resolved)) {
         library = resolved;
+    } else if (library[0] != '/' && getcwd(absolute, sizeof absolute) != NULL &&
+               strlen(absolute) + 1 + strlen(library) < sizeof absolute) {
+        strcat(absolute, "/");
+        strcat(absolute, library);
+        library = absolute;
+    }
+    if (!preload_can_carry(library))
+        die("%s: LD_PRELOAD cannot carry a path with a space or a colon; give --library a path "
+            "without them (a symbolic link to the library will do)%s", library, "");
     const char *old = getenv("LD_PRELOAD");
     size_t need = strlen(library) + (old ? strlen(old) + 1 : 0) + 1;
     char *preload = malloc(need);
