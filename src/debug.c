@@ -40,8 +40,6 @@ bool debug_enabled;
 static struct {
     bool on_error_continue;
     bool realloc_moves; /* EBB_DEBUG_REALLOC=move */
-    uint64_t stderr_identity; /* fd 2 at start (os_fd_identity) */
-    int stderr_copy;          /* a copy of that fd 2 made at start, or -1 */
     const char *log_pattern;  /* EBB_DEBUG_LOG, made absolute at start; NULL: stderr */
     uint8_t fill_alloc, fill_free;
     int depth;
@@ -90,11 +88,7 @@ void debug_init(void)
     cfg.depth = (int)option_get(OPT_DEBUG_TRACE_DEPTH);
     cfg.quarantine_max = (size_t)option_get(OPT_DEBUG_QUARANTINE);
     cfg.quarantine_idle_ms = option_get(OPT_DEBUG_QUARANTINE_IDLE);
-    cfg.stderr_identity = os_fd_identity(2);
-    /* Above the descriptors programs number themselves (bash takes 255
-     * and down; a clash is caught by the identity check in
-     * report_stderr). */
-    cfg.stderr_copy = cfg.stderr_identity ? os_fd_copy_high(2, 300) : -1;
+    text_stderr_keep(); /* where reports go if the program closes fd 2 */
     log_pattern_init();
     patterns_init();
     reuse_init();
@@ -190,47 +184,15 @@ bool debug_report_held_here(void)
 }
 
 /* A relative EBB_DEBUG_LOG is taken from the directory the process started
- * in: a daemon that changes directory (to /, typically) still writes where
- * it was asked to. */
+ * in (text_absolute_path). */
 static void log_pattern_init(void)
 {
     static char absolute[4096] ebb_cold_bss;
-    const char *pattern = option_get_text(OPT_DEBUG_LOG);
-    cfg.log_pattern = pattern;
-    if (pattern == NULL || pattern[0] == '/' || !os_getcwd(absolute, sizeof absolute))
-        return;
-    size_t dir = strlen(absolute), len = strlen(pattern);
-    if (dir + 1 + len + 1 > sizeof absolute)
-        return;
-    absolute[dir] = '/';
-    memcpy(absolute + dir + 1, pattern, len + 1);
-    cfg.log_pattern = absolute;
-}
-
-/* Where a report to stderr goes, or -1: fd 2 while it is the file it was
- * at start or a pipe, terminal or device, else ebb's copy of the first
- * stderr while that copy is still that file. A program may close
- * its fd 2 and open one of its own files there (a daemon may close every
- * descriptor), and a report written into that file would corrupt it (review
- * finding: a leak report was appended to a program's data file). So when fd
- * 2 has become another regular file, reports go to the stderr the process
- * started with (also for a program that sent its stderr to a log file with
- * freopen: EBB_DEBUG_LOG is for that). */
-static int report_stderr(void)
-{
-    uint64_t now = os_fd_identity(2);
-    /* fd 2 as it was, or pointed by the program at a pipe, a terminal or
-     * a device (a test capturing its child's reports with dup2): only a
-     * regular file that took fd 2's place may be the program's data. */
-    if (now != 0 && (now == cfg.stderr_identity || !os_fd_is_regular_file(2)))
-        return 2;
-    if (cfg.stderr_copy >= 0 && os_fd_identity(cfg.stderr_copy) == cfg.stderr_identity)
-        return cfg.stderr_copy;
-    return -1;
+    cfg.log_pattern = text_absolute_path(option_get_text(OPT_DEBUG_LOG), absolute, sizeof absolute);
 }
 
 /* Where a report goes: EBB_DEBUG_LOG's file, opened for this one report and
- * closed after it, else stderr (report_stderr). A program may close its
+ * closed after it, else stderr (text_stderr). A program may close its
  * stderr (xz does, before it exits: its leak report was lost), and a daemon
  * may close every descriptor and open others in their place: a log
  * descriptor kept open between reports could by then be one of the
@@ -242,14 +204,14 @@ int debug_log_open(bool *opened)
     *opened = false;
     const char *pattern = cfg.log_pattern;
     if (pattern == NULL)
-        return report_stderr();
+        return text_stderr();
     static char path[4096] ebb_cold_bss; /* under the report lock, as every report */
     int fd = text_expand_path(pattern, path, sizeof path) ? os_open_append(path) : -1;
     if (fd >= 0) {
         *opened = true; /* any number, even 2 if the program closed its stderr */
         return fd;
     }
-    int err = report_stderr();
+    int err = text_stderr();
     if (err < 0)
         return -1;
     text_t t;

@@ -845,6 +845,12 @@ size_t text_format_hex(char *out, uintptr_t v);
 const char *text_cstr(text_t *t);
 void text_flush(text_t *t);
 bool text_expand_path(const char *pattern, char *out, size_t cap);
+/* Keep fd 2 as it is now, and a copy of it, for reports (process init). */
+void text_stderr_keep(void);
+/* Where a report to stderr goes now: 2, the copy kept, or -1 (text.c). */
+int text_stderr(void);
+/* A relative path pattern made absolute from the current directory, in buf. */
+const char *text_absolute_path(const char *pattern, char *buf, size_t cap);
 
 /* ---------------------------------------------------------------------------
  * options.c — the only code that reads the environment (EBB_* variables)

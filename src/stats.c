@@ -258,28 +258,41 @@ void stats_snapshot(struct ebb_stats *st, uint64_t *segment_live_bytes)
 /* ---------------------------------------------------------------------------
  * EBB_STATS and EBB_STATS_INTERVAL: where reports go, and what they say.
  * ------------------------------------------------------------------------- */
-static int stats_open_output(void)
+/* EBB_STATS_FILE, a relative one made absolute at start (stats_init). */
+static const char *stats_file_pattern;
+
+/* Where a report or sample goes: EBB_STATS_FILE's file, opened for it (and
+ * closed after it: a descriptor kept open could by then be one of the
+ * program's files), else stderr as text_stderr finds it, the stderr the
+ * process started with if the program closed or replaced its own. -1:
+ * nowhere. */
+static int stats_open_output(bool *opened)
 {
-    const char *pattern = option_get_text(OPT_STATS_FILE);
+    *opened = false;
+    const char *pattern = stats_file_pattern;
     if (pattern == NULL)
-        return 2;
+        return text_stderr();
     char path[4096];
     int fd = text_expand_path(pattern, path, sizeof path) ? os_open_append(path) : -1;
-    if (fd < 0) {
+    if (fd >= 0) {
+        *opened = true;
+        return fd;
+    }
+    int err = text_stderr();
+    if (err >= 0) {
         text_t t;
-        text_init(&t, 2);
+        text_init(&t, err);
         text_add(&t, "ebb: EBB_STATS_FILE=");
         text_add(&t, pattern);
         text_add(&t, ": cannot open for appending; writing to stderr\n");
         text_flush(&t);
-        return 2;
     }
-    return fd;
+    return err;
 }
 
-static void stats_close_output(int fd)
+static void stats_close_output(int fd, bool opened)
 {
-    if (fd != 2)
+    if (opened)
         os_close(fd);
 }
 
@@ -402,7 +415,10 @@ void stats_print_sample(void)
     struct ebb_heap_summary sum;
     if (!stats_fill(&st, &sum))
         return; /* never in the scavenger, which takes no signal */
-    int fd = stats_open_output();
+    bool opened;
+    int fd = stats_open_output(&opened);
+    if (fd < 0)
+        return; /* no stderr left to write to */
     text_t t;
     text_init(&t, fd);
     text_add(&t, "ebb-sample: ms=");
@@ -427,12 +443,18 @@ void stats_print_sample(void)
     text_add_u64(&t, st.os_purge_calls, 0);
     text_add(&t, "\n");
     text_flush(&t);
-    stats_close_output(fd);
+    stats_close_output(fd, opened);
 }
 
 void stats_init(void)
 {
     process_start_ms = os_now_ms();
+    if (option_get(OPT_STATS) || option_get(OPT_STATS_INTERVAL) > 0) {
+        static char absolute[4096] ebb_cold_bss;
+        stats_file_pattern = text_absolute_path(option_get_text(OPT_STATS_FILE), absolute,
+                                                sizeof absolute);
+        text_stderr_keep(); /* where reports go if the program closes fd 2 */
+    }
     if (option_get(OPT_STATS_INTERVAL) > 0 && !option_get(OPT_BACKGROUND)) {
         static const char msg[] = "ebb: EBB_STATS_INTERVAL needs the background thread, "
                                   "which EBB_BACKGROUND=0 turns off: no samples\n";
@@ -450,9 +472,12 @@ void stats_init(void)
 __attribute__((destructor)) static void stats_at_exit(void)
 {
     if (option_get(OPT_STATS)) {
-        int fd = stats_open_output();
-        stats_report(fd, "at exit");
-        stats_close_output(fd);
+        bool opened;
+        int fd = stats_open_output(&opened);
+        if (fd >= 0) {
+            stats_report(fd, "at exit");
+            stats_close_output(fd, opened);
+        }
     }
     trace_process_exiting();
     leak_report_at_exit(); /* debug mode (leak.c); last: it may end the process */

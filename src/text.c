@@ -149,3 +149,66 @@ void text_add_ratio(text_t *t, double r)
     text_add_u64(t, (hundredths / 10) % 10, 0);
     text_add_u64(t, hundredths % 10, 0);
 }
+
+/* ---------------------------------------------------------------------------
+ * Where reports to stderr go (debug mode's reports, the EBB_STATS report)
+ * ------------------------------------------------------------------------- */
+/* Set once, in process initialization (single-threaded), by the modules that
+ * will report: fd 2 as it was at start, and a copy of it. */
+static struct {
+    bool kept;
+    uint64_t identity; /* os_fd_identity(2) at start; 0: fd 2 was closed */
+    int copy;          /* a copy of that fd 2, or -1 */
+} start_stderr ebb_cold_bss;
+
+void text_stderr_keep(void)
+{
+    if (start_stderr.kept)
+        return;
+    start_stderr.kept = true;
+    start_stderr.identity = os_fd_identity(2);
+    /* Above the descriptors programs number themselves (bash takes 255 and
+     * down; a clash is caught by the identity check in text_stderr). */
+    start_stderr.copy = start_stderr.identity ? os_fd_copy_high(2, 300) : -1;
+}
+
+/* fd 2 while it is the file it was at start or a pipe, terminal or device,
+ * else the copy of the first stderr while that copy is still that file, else
+ * -1 (nowhere). A program may close its fd 2 and open one of its own files
+ * there (a daemon may close every descriptor), and a report written into that
+ * file would corrupt it (review finding: a leak report was appended to a
+ * program's data file); a program may also just close it before it exits
+ * (gnulib's close_stdout does, in ls, sleep and the rest of coreutils: their
+ * EBB_STATS report was lost, review finding). So when fd 2 is closed or has
+ * become another regular file, reports go to the stderr the process started
+ * with (also for a program that sent its stderr to a log file with freopen:
+ * EBB_DEBUG_LOG and EBB_STATS_FILE are for that). */
+int text_stderr(void)
+{
+    uint64_t now = os_fd_identity(2);
+    /* fd 2 as it was, or pointed by the program at a pipe, a terminal or a
+     * device (a test capturing its child's reports with dup2): only a
+     * regular file that took fd 2's place may be the program's data. */
+    if (now != 0 && (now == start_stderr.identity || !os_fd_is_regular_file(2)))
+        return 2;
+    if (start_stderr.kept && start_stderr.copy >= 0 &&
+        os_fd_identity(start_stderr.copy) == start_stderr.identity)
+        return start_stderr.copy;
+    return -1;
+}
+
+/* A relative path pattern (EBB_DEBUG_LOG, EBB_STATS_FILE) taken from the
+ * directory the process started in, copied into `buf`: a daemon that changes
+ * directory (to /, typically) still writes where it was asked to. The pattern
+ * itself if it is absolute, NULL, or does not fit. */
+const char *text_absolute_path(const char *pattern, char *buf, size_t cap)
+{
+    if (pattern == NULL || pattern[0] == '/' || !os_getcwd(buf, cap))
+        return pattern;
+    size_t dir = strlen(buf), len = strlen(pattern);
+    if (dir + 1 + len + 1 > cap)
+        return pattern;
+    buf[dir] = '/';
+    memcpy(buf + dir + 1, pattern, len + 1);
+    return buf;
+}

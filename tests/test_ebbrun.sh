@@ -30,6 +30,14 @@
 #   missing_program_and_bad_usage      exit 127 for a missing program, 2 for
 #                                      no program, an unknown flag, or "--"
 #                                      where a flag's value should be
+#   stats_report_when_stderr_is_gone   a program that closes its stderr before
+#                                      it exits (coreutils' ls), or opens its own
+#                                      file on fd 2: the report still comes, on
+#                                      the stderr the process started with, and
+#                                      never in the program's file; a relative
+#                                      --stats-file is taken from the starting
+#                                      directory, not the one the program
+#                                      moved to
 #   library_path_with_a_space          ebbrun next to a library whose path has
 #                                      a space (which LD_PRELOAD cannot carry):
 #                                      exit 2 with a message, not a run without
@@ -259,6 +267,34 @@ rc=$?
 [ $rc -eq 2 ] || fail "--stats-file followed by --: exit 2 expected, got $rc"
 grep -q 'value is missing' "$TMP/sf.out" || fail "--stats-file --: no message about the missing value"
 [ ! -e "$TMP/--" ] || fail "--stats-file --: a file named -- was written"
+end
+
+# Review findings: coreutils close stderr before they exit (gnulib's
+# close_stdout), and the EBB_STATS report was lost; a program that closed fd
+# 2 and opened its data file there got the report appended to it; a relative
+# EBB_STATS_FILE followed the program's chdir.
+begin stats_report_when_stderr_is_gone
+"$EBBRUN" --stats -- ls -d / >"$TMP/ls.out" 2>"$TMP/ls.err"
+rc=$?
+[ $rc -eq 0 ] || fail "ls -d /: exit $rc"
+grep -q '^== ebb stats: pid [0-9]*, ebb .*, at exit ==$' "$TMP/ls.err" ||
+    { fail "ls closes its stderr before it exits: the report should still come on it"; sed 's/^/      | /' "$TMP/ls.err" | head -5; }
+printf '%s\n' 'import os, sys' 'os.close(2)' \
+    'fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)' \
+    'assert fd == 2, fd' 'os.write(fd, b"data\n")' >"$TMP/fd2.py"
+PYTHONMALLOC=malloc "$EBBRUN" --stats -- $PY "$TMP/fd2.py" "$TMP/data.bin" >"$TMP/fd2.out" 2>"$TMP/fd2.err"
+rc=$?
+[ $rc -eq 0 ] || fail "the fd-2 program: exit $rc"
+[ "$(cat "$TMP/data.bin")" = "data" ] ||
+    { fail "the program's own file on fd 2 should hold only its line"; sed 's/^/      | /' "$TMP/data.bin" | head -5; }
+grep -q '^== ebb stats: pid [0-9]*, ebb .*, at exit ==$' "$TMP/fd2.err" ||
+    fail "the report should go to the stderr the process started with"
+mkdir -p "$TMP/start/moved"
+printf '%s\n' 'import os' 'os.chdir("moved")' >"$TMP/chdir.py"
+(cd "$TMP/start" && PYTHONMALLOC=malloc "$EBBRUN" --stats --stats-file rel.log -- $PY "$TMP/chdir.py") >/dev/null 2>&1
+grep -q '^== ebb stats' "$TMP/start/rel.log" 2>/dev/null ||
+    fail "a relative --stats-file should be written in the directory the program started in"
+[ ! -e "$TMP/start/moved/rel.log" ] || fail "the report followed the program's chdir"
 end
 
 # Review finding: ebbrun in a directory whose path has a space set an
