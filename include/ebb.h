@@ -62,7 +62,12 @@ EBB_API EBB_MALLOC_ATTR void *ebb_malloc(size_t size);
 
 /* free(p): releases a block from any ebb allocation function. free(NULL) does
  * nothing. The block may be freed by any thread, not only the one that
- * allocated it. */
+ * allocated it. Any other pointer (another allocator's block, a stack or
+ * static address, a pointer into a block, a block already freed) is undefined
+ * behaviour in release mode, as with glibc's free: it may crash or corrupt the
+ * heap. With EBB_DEBUG=1 each of these is reported, with stack traces, and
+ * nothing is corrupted (docs/debug-mode.md). The same holds for realloc,
+ * free_sized, free_aligned_sized and malloc_usable_size. */
 EBB_API void ebb_free(void *p);
 
 /* calloc(n, size): n*size zeroed bytes; ENOMEM if n*size overflows. Memory the
@@ -93,7 +98,8 @@ EBB_API int ebb_posix_memalign(void **p, size_t alignment, size_t size);
 EBB_API EBB_MALLOC_ATTR void *ebb_aligned_alloc(size_t alignment, size_t size);
 
 /* memalign(alignment, size): as aligned_alloc; a non-power-of-two alignment
- * gets NULL with errno = EINVAL (as glibc >= 2.38 does). */
+ * (0 too) gets NULL with errno = EINVAL. glibc's memalign rounds such an
+ * alignment up instead (since 2.38 only its aligned_alloc refuses one). */
 EBB_API EBB_MALLOC_ATTR void *ebb_memalign(size_t alignment, size_t size);
 
 /* valloc(size): page-aligned. pvalloc(size): page-aligned, size rounded up to a

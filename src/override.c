@@ -155,12 +155,12 @@ EBB_EXPORT void malloc_stats(void)
     text_flush(&t);
 }
 
+/* As glibc's: options must be 0, else EINVAL is returned (not -1 with errno,
+ * review finding); a NULL stream gets the same answer instead of a crash. */
 EBB_EXPORT int malloc_info(int options, FILE *fp)
 {
-    if (options != 0 || fp == NULL) {
-        errno = EINVAL;
-        return -1;
-    }
+    if (options != 0 || fp == NULL)
+        return EINVAL;
     struct ebb_stats st;
     uint64_t seg_live;
     stats_snapshot(&st, &seg_live);

@@ -684,6 +684,31 @@ static void walk_visits_blocks_of_a_wide_page_taken_by_16_byte_blocks(void)
         A(free)(wide_blocks[i]);
 }
 
+/* glibc's malloc_info: the XML it writes is one <malloc> element, and options
+ * other than 0 get EINVAL as the return value, errno untouched, as glibc
+ * answers (review finding: -1 with errno = EINVAL). */
+static void malloc_info_writes_xml_and_answers_bad_options_as_glibc(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&text, &len);
+    REQUIRE(fp != NULL, "open_memstream failed");
+    int r = malloc_info(0, fp);
+    fclose(fp);
+    CHECK(r == 0, "malloc_info(0, fp) returned %d, expected 0", r);
+    CHECK(text != NULL && strncmp(text, "<malloc version=", 16) == 0 &&
+              len >= 10 && strcmp(text + len - 10, "</malloc>\n") == 0,
+          "malloc_info should write one <malloc> element; it wrote: %s", text ? text : "(nothing)");
+    free(text);
+    fp = fopen("/dev/null", "w");
+    REQUIRE(fp != NULL, "fopen(/dev/null) failed");
+    errno = EDOM;
+    r = malloc_info(1, fp);
+    CHECK(r == EINVAL && errno == EDOM, "malloc_info(1, fp): returned %d with errno %d; expected "
+          "EINVAL (%d) returned, errno untouched", r, errno, EINVAL);
+    fclose(fp);
+}
+
 /* ---------------------------------------------------------------------------
  * glibc's mallinfo2, as programs read it: in use = uordblks + hblkhd.
  * ------------------------------------------------------------------------- */
@@ -770,6 +795,7 @@ int main(void)
     RUN_CASE(walk_agrees_with_snapshot_and_visits_every_live_block);
     RUN_CASE(walk_visits_blocks_of_a_wide_page_taken_by_16_byte_blocks);
     RUN_CASE(mallinfo2_reports_what_is_in_use);
+    RUN_CASE(malloc_info_writes_xml_and_answers_bad_options_as_glibc);
 #endif
     RUN_CASE(live_bytes_return_to_start_after_a_concurrent_stress);
     return check_finish();
