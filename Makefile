@@ -1,6 +1,7 @@
 # ebb — build, test, install.
 #
-#   make            build/libebb.so, build/libebb.a and the tools (build/ebbrun)
+#   make            build/libebb.so, build/libebb.a, build/libebb-prefixed.so and
+#                   the tools (build/ebbrun)
 #   make test       build and run the whole test suite (tests/tests.mk)
 #   make bench      run the benchmark suite (bench/bench.mk)
 #   make install    PREFIX=/usr/local DESTDIR= : libraries, header, ebb.pc
@@ -35,7 +36,7 @@ HDRS := $(wildcard src/*.h) include/ebb.h
 .PHONY: all lib test bench install uninstall clean
 all: lib tools
 
-lib: $(BUILD)/libebb.so $(BUILD)/libebb.a
+lib: $(BUILD)/libebb.so $(BUILD)/libebb.a $(BUILD)/libebb-prefixed.so
 
 $(OBJ)/%.o: src/%.c $(HDRS) | $(OBJ)
 	$(CC) $(LIBCFLAGS) -c $< -o $@
@@ -57,6 +58,15 @@ $(BUILD)/libebb.so: $(OBJS) src/exports.map
 	      -Wl,--version-script=src/exports.map \
 	      -Wl,-z,now -Wl,-z,nodelete -Wl,-Bsymbolic-functions -o $@ $(OBJS) -lpthread
 	ln -sf libebb.so $(BUILD)/libebb.so.$(SOVERSION)
+
+# The ebb_ names only, for a program that calls them beside another allocator
+# (src/exports-prefixed.map says why): everything but override.c.
+PREFIXED_OBJS := $(filter-out $(OBJ)/override.o,$(OBJS))
+$(BUILD)/libebb-prefixed.so: $(PREFIXED_OBJS) src/exports-prefixed.map
+	$(CC) -shared -static-libgcc -Wl,-soname,libebb-prefixed.so.$(SOVERSION) \
+	      -Wl,--version-script=src/exports-prefixed.map \
+	      -Wl,-z,now -Wl,-z,nodelete -Wl,-Bsymbolic-functions -o $@ $(PREFIXED_OBJS) -lpthread
+	ln -sf libebb-prefixed.so $(BUILD)/libebb-prefixed.so.$(SOVERSION)
 
 $(BUILD)/libebb.a: $(OBJS)
 	rm -f $@
@@ -85,12 +95,16 @@ install: lib tools $(BUILD)/ebb.pc
 	install -m 755 $(BUILD)/libebb.so $(DESTDIR)$(LIBDIR)/libebb.so.$(VERSION)
 	ln -sf libebb.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libebb.so.$(SOVERSION)
 	ln -sf libebb.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libebb.so
+	install -m 755 $(BUILD)/libebb-prefixed.so $(DESTDIR)$(LIBDIR)/libebb-prefixed.so.$(VERSION)
+	ln -sf libebb-prefixed.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libebb-prefixed.so.$(SOVERSION)
+	ln -sf libebb-prefixed.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libebb-prefixed.so
 	install -m 644 $(BUILD)/libebb.a $(DESTDIR)$(LIBDIR)/libebb.a
 	install -m 644 include/ebb.h $(DESTDIR)$(INCDIR)/ebb.h
 	install -m 644 $(BUILD)/ebb.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ebb.pc
 
 uninstall:
-	rm -f $(DESTDIR)$(LIBDIR)/libebb.so* $(DESTDIR)$(LIBDIR)/libebb.a $(DESTDIR)$(BINDIR)/ebbrun \
+	rm -f $(DESTDIR)$(LIBDIR)/libebb.so* $(DESTDIR)$(LIBDIR)/libebb-prefixed.so* \
+	      $(DESTDIR)$(LIBDIR)/libebb.a $(DESTDIR)$(BINDIR)/ebbrun \
 	      $(DESTDIR)$(INCDIR)/ebb.h $(DESTDIR)$(LIBDIR)/pkgconfig/ebb.pc
 
 clean:

@@ -3,8 +3,9 @@
  *
  * ebb is a drop-in malloc: preloaded (LD_PRELOAD=libebb.so) or linked (-lebb) it
  * provides the standard C allocation functions under their usual names. Every
- * function is also available under an `ebb_` prefix, for programs that link ebb
- * beside another allocator; both names reach the same heap.
+ * function is also available under an `ebb_` prefix; both names reach the same
+ * heap. A program that keeps another allocator and calls only the ebb_ names
+ * links libebb-prefixed.so (-lebb-prefixed), which exports nothing else.
  *
  * Failure contract (applies to every allocating function below):
  *   - Allocation failure returns NULL and sets errno to ENOMEM. Nothing already

@@ -38,7 +38,7 @@ TEST_HDRS := tests/check.h include/ebb.h
 TEST_PROGS := $(addprefix $(TEST_DIR)/,test_api test_threads test_thread_churn test_fork \
                 test_first_call test_oom libctor.so test_ctor test_ctor_preload test_static \
                 test_static_full test_threads_asan test_threads_tsan test_stats test_stats_tsan \
-                test_os test_classes test_dlopen)
+                test_os test_classes test_dlopen test_prefixed)
 
 # Run a build command; on failure keep its output in $@.fail instead of failing.
 # $(1): the command.
@@ -171,6 +171,11 @@ $(TEST_DIR)/libsepdebug_plugin.so: tests/sepdebug_plugin.c
 # Static: the readers it checks are internal to the library.
 $(TEST_DIR)/test_os: tests/test_os.c $(TEST_HDRS) $(BUILD)/libebb.a
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/libebb.a -lpthread)
+
+# Linked with the ebb_ names alone; glibc's malloc stays the process's.
+TEST_LINK_PREFIXED := -L$(BUILD) -lebb-prefixed -Wl,-rpath,$(TEST_ABS_BUILD)
+$(TEST_DIR)/test_prefixed: tests/test_prefixed.c $(TEST_HDRS) $(BUILD)/libebb-prefixed.so
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_PREFIXED) -ldl)
 
 # Not linked with ebb: it loads libebb.so with dlopen, beside glibc's malloc.
 $(TEST_DIR)/test_dlopen: tests/test_dlopen.c $(TEST_HDRS)
