@@ -4,6 +4,7 @@
  */
 #include <limits.h>
 #include <stddef.h>
+#include <strings.h>
 
 #include "options.h"
 
@@ -71,7 +72,8 @@ const option_desc_t option_table[OPT_COUNT] = {
     [OPT_DEBUG_LEAK_REGISTERS] = {"EBB_DEBUG_LEAK_REGISTERS", 1, 0, 1, NULL, false,
                                   "1: the leak report reads the registers of threads still "
                                   "running, sending each a real-time signal the program "
-                                  "leaves unused (a blocking call may return EINTR); 0: not"},
+                                  "leaves unused (a blocking call may return EINTR); 0: not",
+                                  OPTION_SWITCH},
     [OPT_DEBUG_LOG] = {"EBB_DEBUG_LOG", 0, 0, 0, NULL, true,
                        "append fault and leak reports to this file instead of stderr "
                        "(%p: the process id), opened for each report"},
@@ -170,6 +172,17 @@ const char *option_form(const option_desc_t *d)
     default:
         return "a whole number";
     }
+}
+
+bool option_parse_choice(const option_desc_t *d, const char *s, long *out)
+{
+    for (long i = 0; d->choices[i]; i++) {
+        if (strcasecmp(s, d->choices[i]) == 0) {
+            *out = i;
+            return true;
+        }
+    }
+    return false;
 }
 
 bool option_has_range(const option_desc_t *d)

@@ -53,12 +53,7 @@ static void option_set_from_text(option_id_t id, const char *value)
             return;
         }
     } else if (d->choices) {
-        for (long i = 0; d->choices[i]; i++) {
-            if (strcmp(value, d->choices[i]) == 0) {
-                v = i;
-                ok = true;
-            }
-        }
+        ok = option_parse_choice(d, value, &v);
     } else {
         ok = option_parse_value(d, value, &v);
     }

@@ -61,6 +61,11 @@ bool option_parse_long(const char *s, long *out);
  * it, so ebbrun accepts exactly what the library will. */
 bool option_parse_value(const option_desc_t *d, const char *s, long *out);
 
+/* The index of the name `s` among a named option's choices (d->choices),
+ * matched in any case, as switches' words are; false if it is none of them.
+ * The library and ebbrun both use it. */
+bool option_parse_choice(const option_desc_t *d, const char *s, long *out);
+
 /* What option_parse_value accepts for `d`, for "expected <form> from <min>
  * to <max><note>" (option_has_range) or "expected <form>" (a switch). */
 const char *option_form(const option_desc_t *d);

@@ -172,6 +172,13 @@ c=$(grep -c '^ebb: unknown option EBB_NOPE' "$TMP/m.err")
 [ "$c" -eq 1 ] || fail "EBB_NOPE: expected the message once, got $c"
 c=$(grep -c '^ebb: EBB_PURGE_METHOD=sometimes: expected one of dontneed free' "$TMP/m.err")
 [ "$c" -eq 1 ] || fail "EBB_PURGE_METHOD=sometimes: expected the message once, got $c"
+# Review finding: names were matched case-sensitively where switches' words
+# are not, and EBB_DEBUG_LEAK_REGISTERS took 0 and 1 only.
+EBB_PURGE_METHOD=DontNeed EBB_DEBUG_LEAK_REGISTERS=off "$EBBRUN" --set EBB_DEBUG_ON_ERROR=Continue \
+    -- sh -c 'echo hi' >"$TMP/c.out" 2>"$TMP/c.err"
+rc=$?
+[ $rc -eq 0 ] && [ ! -s "$TMP/c.err" ] ||
+    fail "names in any case and off for EBB_DEBUG_LEAK_REGISTERS should be accepted silently (exit $rc): $(cat "$TMP/c.err")"
 "$EBBRUN" --purge-delay soon -- true 2>"$TMP/r.err"
 rc=$?
 [ $rc -eq 2 ] || fail "ebbrun --purge-delay soon should exit 2; exited $rc"

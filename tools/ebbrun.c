@@ -95,13 +95,12 @@ static void option_check(const option_desc_t *d, const char *value)
             die("%s: expected a file name, got an empty value%s", d->name, "");
         return;
     }
+    long v;
     if (d->choices) {
-        for (int i = 0; d->choices[i]; i++)
-            if (strcmp(value, d->choices[i]) == 0)
-                return;
+        if (option_parse_choice(d, value, &v))
+            return;
         die("%s=%s: not one of the accepted names", d->name, value);
     }
-    long v;
     if (!option_parse_value(d, value, &v)) {
         fprintf(stderr, "%s: %s=%s: expected %s", prog, d->name, value, option_form(d));
         if (option_has_range(d))
