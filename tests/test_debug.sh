@@ -87,6 +87,8 @@ expect header_size_write    "corrupted block header"                            
 expect use_after_free       "heap-use-after-free"                                  allocate_victim EBB_DEBUG_QUARANTINE=4096
 expect use_after_free_big   "heap-use-after-free"                                  allocate_victim EBB_DEBUG_QUARANTINE=200000
 expect use_after_free_tail  "heap-use-after-free"                                  allocate_victim EBB_DEBUG_QUARANTINE=4096
+expect use_after_free_aligned "heap-use-after-free"                                allocate_victim_aligned
+expect use_after_free_near_1mib "heap-use-after-free"                              allocate_victim
 expect realloc_freed        "realloc of a freed block"                             allocate_victim
 expect realloc_foreign      "realloc of a pointer ebb never returned (foreign)"    -
 expect realloc_overflow     "heap-buffer-overflow"                                 allocate_victim
