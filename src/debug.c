@@ -1792,6 +1792,10 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
         text_add(&t, " bytes; the block was allocated with ");
         text_add_u64(&t, h->size, 0);
         report("free with the wrong size", p, h, text_cstr(&t));
+        /* With continue, a bad free is ignored like every other: the
+         * program's idea of the block is wrong, so the block stays its own
+         * (review finding: it was freed, and handed out again). */
+        return;
     }
     if (how == DEBUG_FREE_ALIGNED_SIZED) {
         size_t had = h->align_log2 ? (size_t)1 << h->align_log2 : MIN_ALIGN;
@@ -1803,6 +1807,7 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
             text_add(&t, "; the block was allocated with alignment ");
             text_add_u64(&t, had, 0);
             report("free with the wrong alignment", p, h, text_cstr(&t));
+            return; /* ignored with continue, as above */
         }
     }
     free_block(h, false, CALL_FREE);

@@ -1,4 +1,6 @@
-/* free_sized with a size other than the one allocated. */
+/* free_sized with a size other than the one allocated. With continue the
+ * bad free is ignored: the block stays the program's (review finding: it was
+ * freed, and handed out again). */
 #include "fault.h"
 
 void free_sized(void *p, size_t size);
@@ -6,7 +8,10 @@ void free_sized(void *p, size_t size);
 int main(void)
 {
     char *p = allocate_victim(100);
+    memset(p, 'k', 100);
     announce(p);
     free_sized(p, 99);
+    if (still_ours_after_bad_free(p, 100, 0))
+        return 3;
     return survived();
 }
