@@ -108,11 +108,19 @@ void debug_init(void)
     atomic_fetch_or_explicit(&alloc_calloc_slow, CALLOC_DEBUG, memory_order_relaxed);
 }
 
+/* The checksum of every header field but the magic and the quarantine link
+ * (which change while the block waits in the quarantine, and are checked by
+ * what they must be: the magic's value, a link to a freed header or, in a live
+ * block, NULL). It covered only the fields set at allocation until a review
+ * found writes into `flags` (calloc's "zeroed", the fork depth the leak
+ * report uses) and `free_trace` (a double free's "freed at") unreported; the
+ * free trace is covered since the free recomputes it. */
 static uint64_t header_check(const debug_header_t *h)
 {
     uint64_t x = h->size * 0x9E3779B97F4A7C15ull;
     x ^= ((uint64_t)h->unused << 32 | h->alloc_trace) * 0xC2B2AE3D27D4EB4Full;
     x ^= ((uint64_t)h->context << 8 | h->align_log2) * 0x165667B19E3779F9ull;
+    x ^= ((uint64_t)h->flags << 32 | h->free_trace) * 0x27D4EB2F165667C5ull;
     return x ^ (x >> 29);
 }
 
@@ -1575,7 +1583,7 @@ static debug_header_t *header_judge(const void *p, debug_header_t *h, ptr_kind_t
         *kind = PTR_NOT_LIVE;
         return h;
     }
-    if (h->check != header_check(h) || debug_offset(h) > alloc_usable_size(h)) {
+    if (h->check != header_check(h) || h->qnext != NULL || debug_offset(h) > alloc_usable_size(h)) {
         *kind = PTR_DAMAGED; /* live, but a write changed its header */
         return h;
     }
@@ -1652,7 +1660,7 @@ static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
         ((uintptr_t)p & SEGMENT_MASK) >= sizeof(debug_header_t) && seg->kind == SEGMENT_NORMAL) {
         debug_header_t *h = (debug_header_t *)((uint8_t *)p - sizeof *h);
         if (h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h) && h->align_log2 == 0 &&
-            h->check == header_check(h)) {
+            h->qnext == NULL && h->check == header_check(h)) {
             *kind = PTR_OK;
             return h;
         }
@@ -1772,6 +1780,7 @@ static void free_block(debug_header_t *h, bool canary_checked, call_t call)
             report_overflow(h, bad, "found at free");
     }
     h->free_trace = capture();
+    h->check = header_check(h); /* which covers the free trace */
     freed_fill(h, tail);
     atomic_store_explicit(&h->magic, DEBUG_MAGIC_FREED ^ (uintptr_t)h, memory_order_release);
     quarantine_push(h, usable);
@@ -2146,7 +2155,8 @@ enum { VERIFY_SOUND, VERIFY_HEADER, VERIFY_FREED_WRITE, VERIFY_OVERFLOW };
 static int verify_problem(debug_header_t *h, bool freed, const uint8_t **bad)
 {
     *bad = NULL;
-    if (h->check != header_check(h) || debug_offset(h) > alloc_usable_size(h))
+    if (h->check != header_check(h) || debug_offset(h) > alloc_usable_size(h) ||
+        (!freed && h->qnext != NULL))
         return VERIFY_HEADER;
     if (freed) {
         *bad = freed_fill_broken(h, alloc_usable_size(h));

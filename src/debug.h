@@ -41,7 +41,7 @@ typedef struct debug_header_s {
     uint8_t align_log2;  /* requested alignment (0: default) */
     uint8_t flags;       /* DEBUG_FLAG_* */
     struct debug_header_s *qnext; /* in the quarantine */
-    uint64_t check;      /* of size, offset, alloc_trace, context, align_log2 */
+    uint64_t check;      /* of every field but magic and qnext (header_check) */
 } debug_header_t;
 
 _Static_assert(sizeof(debug_header_t) == 48, "the header is 48 bytes (a multiple of 16)");
