@@ -223,7 +223,9 @@ void __tsan_acquire(void *addr);
  *      (<= 64 KiB for blocks up to 8 KiB, up to 512 KiB for the largest classes;
  *      resident only as far as it was carved), which another class may take
  *      instead of a new page: taken back and purged once the thread has taken
- *      no slow path for a purge delay (heap.c, quiescing).
+ *      no slow path for a purge delay (heap.c, quiescing). None is kept while
+ *      no scavenger exists to take it back (purge_keeps_empty_pages: a forked
+ *      child that only frees, then idles, starts none).
  *   3. Blocks other threads freed into a thread's pages: collected by the
  *      owner, or by the scavenger once the owner is idle (as 2) or gone
  *      (abandoned segments); their pages then follow 1. An owner that keeps
@@ -902,6 +904,9 @@ bool purge_at_free(void);
  * in `seg`: also true when a solo process would have more than
  * SOLO_PENDING_MAX waiting for a pass with it (purge.c, "solo"). */
 bool purge_slices_at_free(const segment_t *seg, uint64_t mask);
+/* Whether an emptied page may be kept for reuse: not while no scavenger
+ * exists to take it back later (purge.c; the thread is then asked for). */
+bool purge_keeps_empty_pages(void);
 /* Run a pass now; with `force`, return everything regardless of age. */
 void purge_run(bool force);
 /* The OS refused memory: unmap every cache of free address space (the

@@ -251,6 +251,23 @@ bool purge_slices_at_free(const segment_t *seg, uint64_t mask)
     return at_free(seg, mask);
 }
 
+/* Whether page.c may keep an emptied page for reuse (page_free_local_slow):
+ * not in the window above, while no scavenger exists to take a kept page
+ * back once its thread idles. A process that frees its memory and goes idle
+ * before an allocation starts the thread kept one written page per size
+ * class for good (review finding: a forked child that freed the 256 MiB it
+ * inherited, then slept, held 5 MiB): there the page goes back to its
+ * segment, and the free purges it at once. It is the same short window: the
+ * thread is asked for, and the next allocation slow path starts it. */
+bool purge_keeps_empty_pages(void)
+{
+    if (atomic_load_explicit(&thread_state, memory_order_relaxed) != THREAD_NONE ||
+        option_get(OPT_PURGE_DELAY) < 0 || purge_solo())
+        return true; /* a scavenger, passes inline (disabled, failed, solo), or no purge at all */
+    purge_want_thread();
+    return false;
+}
+
 bool purge_thread_running(void)
 {
     return atomic_load_explicit(&thread_state, memory_order_relaxed) == THREAD_RUNNING;

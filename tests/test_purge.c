@@ -1700,6 +1700,51 @@ static void memory_freed_before_the_scavenger_starts_comes_back(void)
                                     30);
 }
 
+/* Review finding: the child of a fork that freed everything it inherited and
+ * went idle, with no allocation after the fork, kept one written page per
+ * size class it had freed into (5 MiB for blocks of 16 B..200 KB): its frees
+ * kept the emptied pages for a scavenger that only an allocation starts.
+ * Since then, while no scavenger exists, an emptied page goes back to its
+ * segment and the free purges it (purge.c, purge_keeps_empty_pages). */
+static void grandchild_frees_what_it_inherited_and_idles(void **blocks, int n, long base)
+{
+    long held = rss_now();
+    for (int i = 0; i < n; i++)
+        free(blocks[i]);
+    /* No allocation from here on (stdout's buffer was made before the fork). */
+    expect_rss_back(base, 1 * MiB, held, "a forked child that freed all it inherited, idle");
+    fflush(stdout);
+    _exit(atomic_load(&check_case_failures) ? 1 : 0);
+}
+
+static void child_a_forked_child_that_only_frees_keeps_no_empty_pages(void)
+{
+    enum { N = 2000 };
+    static void *blocks[N];
+    long base = rss_settled();
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < N; i++) { /* about 40 MiB of 16 B..40 KB blocks, every class */
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        size_t size = 16 + (size_t)(x % 40000);
+        REQUIRE((blocks[i] = malloc(size)) != NULL, "malloc(%zu) failed", size);
+        touch(blocks[i], size, 1);
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork failed: %s", strerror(errno));
+    if (pid == 0)
+        grandchild_frees_what_it_inherited_and_idles(blocks, N, base);
+    int st = forked_child_status(pid);
+    CHECK(st == 0, "the forked child that only freed failed (status %d; -2: timed out)", st);
+}
+
+static void a_forked_child_that_only_frees_keeps_no_empty_pages(void)
+{
+    expect_child_passes_at_delay_50("child_a_forked_child_that_only_frees_keeps_no_empty_pages", 30);
+}
+
 /* ---------------------------------------------------------------------------
  * 6. DESIGN (the purge delay option): EBB_PURGE_DELAY=0 returns memory at once;
  * EBB_PURGE_DELAY=-1 never on its own, but malloc_trim(0) returns it at once.
@@ -4783,6 +4828,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_scavenger_leaves_the_last_pids_to_the_program),
     CHILD_CASE(child_a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone),
     CHILD_CASE(child_memory_freed_before_the_scavenger_starts_comes_back),
+    CHILD_CASE(child_a_forked_child_that_only_frees_keeps_no_empty_pages),
     CHILD_CASE(child_segments_emptied_by_remote_large_frees_are_released),
     CHILD_CASE(child_purge_delay_zero_returns_memory_at_once),
     CHILD_CASE(child_purge_delay_never_keeps_memory_until_malloc_trim),
@@ -4900,6 +4946,7 @@ int main(int argc, char **argv)
     RUN_CASE(scavenger_leaves_the_last_pids_to_the_program);
     RUN_CASE(a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone);
     RUN_CASE(memory_freed_before_the_scavenger_starts_comes_back);
+    RUN_CASE(a_forked_child_that_only_frees_keeps_no_empty_pages);
     RUN_CASE(purge_delay_zero_returns_memory_at_once);
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
