@@ -77,8 +77,9 @@ EBB_API EBB_MALLOC_ATTR void *ebb_calloc(size_t n, size_t size);
 
 /* realloc(p, size): resizes in place when the new size fits the block and is
  * at least half of its usable size (a much smaller size moves to a smaller
- * block, so the memory can be reused); huge blocks grow and shrink by
- * remapping pages, never by copying.
+ * block, so the memory can be reused); a large block (up to 2 MiB) shrunk in
+ * place by the thread that allocated it gives the 64 KiB slices past the new
+ * size back; huge blocks grow and shrink by remapping pages, never by copying.
  *   realloc(NULL, size) is malloc(size).
  *   realloc(p, 0) frees p and returns NULL, as glibc does; that is not a failure
  *   and errno is left unchanged.

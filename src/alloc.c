@@ -280,6 +280,25 @@ EBB_API void ebb_free(void *p)
 
 ebb_internal atomic_uint alloc_calloc_slow;
 
+
+/* realloc to a smaller size that stays where it is: a large block (a run of
+ * slices) gives the whole slices past the new size back to its segment, when
+ * the calling thread owns that segment (another thread must not rewrite its
+ * descriptors). A block of another owner keeps them until it is freed. */
+static void alloc_shrink_large(segment_t *seg, void *p, size_t size)
+{
+    heap_t *heap = tls.heap;
+    if (heap == &heap_empty ||
+        atomic_load_explicit(&seg->thread_id, memory_order_relaxed) != heap->thread_id)
+        return;
+    page_t *page = segment_page_of(seg, p);
+    if (page->kind != PAGE_LARGE)
+        return;
+    lock_acquire(&heap->lock);
+    segment_shrink_run(page, (size + SLICE_SIZE - 1) >> SLICE_SHIFT);
+    lock_release(&heap->lock);
+}
+
 /* calloc of more than DIRECT_MAX, or while alloc_calloc_slow asks for more
  * than the fast path. */
 static ebb_noinline void *alloc_calloc_slow_path(size_t total, unsigned slow)
@@ -349,8 +368,11 @@ EBB_API void *ebb_realloc(void *p, size_t size)
         }
     }
     size_t usable = alloc_usable_size(p);
-    if (size <= usable && size >= usable / 2)
-        return p; /* fits, and shrinking would not save half the block */
+    if (size <= usable && size >= usable / 2) {
+        if (usable - size >= SLICE_SIZE && seg->kind == SEGMENT_NORMAL)
+            alloc_shrink_large(seg, p, size);
+        return p; /* fits, and moving would not save half the block */
+    }
     void *q = alloc_malloc_inline(size);
     if (q == NULL)
         return NULL; /* errno is ENOMEM; p is untouched */

@@ -957,6 +957,8 @@ void segment_abandoned_room_unlock(void);
 /* Return a page's slices to its segment (any thread may call this for a large
  * page; small pages only by their owner). */
 void segment_free_run(page_t *page);
+/* Owner, heap lock held: keep a large page's first `keep` slices, release the rest. */
+void segment_shrink_run(page_t *page, size_t keep);
 /* The owner's segment became entirely free: release it unless it is the heap's
  * last one. */
 void segment_maybe_release(heap_t *heap, segment_t *seg);

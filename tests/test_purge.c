@@ -1740,6 +1740,40 @@ static void child_a_forked_child_that_only_frees_keeps_no_empty_pages(void)
     CHECK(st == 0, "the forked child that only freed failed (status %d; -2: timed out)", st);
 }
 
+/* Review finding: realloc to a smaller size that keeps a large block where it
+ * is (at least half its size) kept all its slices: 64 blocks of 2 MiB cut to
+ * 1.1 MB held 61 MiB resident that glibc gave back. The whole slices past
+ * the new size now go back to the segment, purged after the delay. */
+static void shrinking_large_blocks_in_place_gives_their_tails_back(void)
+{
+    enum { N = 32 };
+    const size_t big = 2 * MiB - 64 * KiB, small = 1100000;
+    static unsigned char *blocks[N];
+    long base = rss_settled();
+    for (int i = 0; i < N; i++) {
+        REQUIRE((blocks[i] = malloc(big)) != NULL, "malloc(%zu) failed", big);
+        touch(blocks[i], big, 7);
+    }
+    int moved = 0, changed = 0;
+    for (int i = 0; i < N; i++) {
+        unsigned char *q = realloc(blocks[i], small);
+        REQUIRE(q != NULL, "realloc to %zu failed", small);
+        moved += q != blocks[i];
+        blocks[i] = q;
+        for (size_t j = 0; j < small; j += 4096)
+            changed += q[j] != 7;
+        changed += q[small - 1] != 7;
+    }
+    CHECK(moved == 0, "%d of %d blocks moved; a shrink to more than half stays in place", moved, N);
+    CHECK(changed == 0, "%d sampled bytes changed in the shrunk blocks", changed);
+    long held = rss_now();
+    size_t kept = (small + 64 * KiB - 1) / (64 * KiB) * (64 * KiB); /* whole slices */
+    expect_rss_back(base + (long)(N * kept), 2 * MiB, held,
+                    "32 blocks of 1.94 MiB realloc'ed to 1.1 MB, live");
+    for (int i = 0; i < N; i++)
+        free(blocks[i]);
+}
+
 static void a_forked_child_that_only_frees_keeps_no_empty_pages(void)
 {
     expect_child_passes_at_delay_50("child_a_forked_child_that_only_frees_keeps_no_empty_pages", 30);
@@ -4947,6 +4981,7 @@ int main(int argc, char **argv)
     RUN_CASE(a_malloc_that_cannot_start_the_scavenger_leaves_errno_alone);
     RUN_CASE(memory_freed_before_the_scavenger_starts_comes_back);
     RUN_CASE(a_forked_child_that_only_frees_keeps_no_empty_pages);
+    RUN_CASE(shrinking_large_blocks_in_place_gives_their_tails_back);
     RUN_CASE(purge_delay_zero_returns_memory_at_once);
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
