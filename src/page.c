@@ -614,7 +614,9 @@ void page_free_local_slow(heap_t *heap, page_t *page)
     if (page->used == 0 && page->kind == PAGE_SMALL) {
         unsigned cls = page->class_idx;
         page_t *kept = heap->retained[cls];
-        if ((kept == NULL || kept == page || kept->used != 0) && purge_keeps_empty_pages()) {
+        /* The page kept already stays kept; another is kept only where a
+         * scavenger will take it back (purge.c; asked last: a call). */
+        if (kept == page || ((kept == NULL || kept->used != 0) && purge_keeps_empty_pages())) {
             retained_set(heap, cls, page);
             if (page->in_full || heap->queues[cls].first != page) {
                 lock_acquire(&heap->lock);
