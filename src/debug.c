@@ -487,6 +487,10 @@ static void freed_fill(debug_header_t *h, size_t tail)
 {
     uint8_t byte = cfg.fill_free;
     size_t pad = debug_offset(h) - sizeof *h;
+    if (pad + h->size + tail <= FILL_FULL_MAX) { /* all of it either way: one call */
+        memset((uint8_t *)h + sizeof *h, byte, pad + h->size + tail);
+        return;
+    }
     if (pad > 0)
         fill((uint8_t *)h + sizeof *h, pad, byte);
     fill(user_of(h), h->size, byte);
@@ -497,12 +501,14 @@ static void freed_fill(debug_header_t *h, size_t tail)
 static const uint8_t *freed_fill_broken(debug_header_t *h, size_t usable)
 {
     uint8_t byte = cfg.fill_free;
-    size_t pad = debug_offset(h) - sizeof *h;
+    size_t pad = debug_offset(h) - sizeof *h, tail = tail_len(h, usable);
+    if (pad + h->size + tail <= FILL_FULL_MAX) /* all of it either way: one call */
+        return find_changed((uint8_t *)h + sizeof *h, pad + h->size + tail, byte);
     const uint8_t *bad = pad > 0 ? find_changed((uint8_t *)h + sizeof *h, pad, byte) : NULL;
     if (bad == NULL)
         bad = find_changed(user_of(h), h->size, byte);
     if (bad == NULL)
-        bad = find_changed(user_of(h) + h->size, tail_len(h, usable), byte);
+        bad = find_changed(user_of(h) + h->size, tail, byte);
     return bad;
 }
 
