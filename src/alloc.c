@@ -280,7 +280,6 @@ EBB_API void ebb_free(void *p)
 
 ebb_internal atomic_uint alloc_calloc_slow;
 
-
 /* realloc to a smaller size that stays where it is: a large block (a run of
  * slices) gives the whole slices past the new size back to its segment, when
  * the calling thread owns that segment (another thread must not rewrite its

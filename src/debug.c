@@ -124,6 +124,13 @@ static uint64_t header_check(const debug_header_t *h)
     return x ^ (x >> 29);
 }
 
+/* A header no write has changed: its checksum holds, and a live block's
+ * quarantine link is NULL (a freed one's is checked where it is followed). */
+static bool header_sound(const debug_header_t *h, bool live)
+{
+    return h->check == header_check(h) && (!live || h->qnext == NULL);
+}
+
 
 /* Allocations the C library makes for ebb itself (the scavenger's thread
  * structures, in purge_start_thread) are not the caller's: they get no trace,
@@ -199,42 +206,17 @@ static void log_pattern_init(void)
     cfg.log_pattern = text_absolute_path(option_get_text(OPT_DEBUG_LOG), absolute, sizeof absolute);
 }
 
-/* Where a report goes: EBB_DEBUG_LOG's file, opened for this one report and
- * closed after it, else stderr (text_stderr). A program may close its
- * stderr (xz does, before it exits: its leak report was lost), and a daemon
- * may close every descriptor and open others in their place: a log
- * descriptor kept open between reports could by then be one of the
- * program's files. Opening costs a few system calls per report. When the
- * file cannot be opened, the report goes to stderr, if that is still there;
- * else nowhere (-1). */
+/* Where a report goes: EBB_DEBUG_LOG's file, opened for this one report, else
+ * stderr (text_report_open says why). */
 int debug_log_open(bool *opened)
 {
-    *opened = false;
-    const char *pattern = cfg.log_pattern;
-    if (pattern == NULL)
-        return text_stderr();
     static char path[4096] ebb_cold_bss; /* under the report lock, as every report */
-    int fd = text_expand_path(pattern, path, sizeof path) ? os_open_append(path) : -1;
-    if (fd >= 0) {
-        *opened = true; /* any number, even 2 if the program closed its stderr */
-        return fd;
-    }
-    int err = text_stderr();
-    if (err < 0)
-        return -1;
-    text_t t;
-    text_init(&t, err);
-    text_add(&t, "ebb: EBB_DEBUG_LOG=");
-    text_add(&t, pattern);
-    text_add(&t, ": cannot open for appending; writing to stderr\n");
-    text_flush(&t);
-    return err;
+    return text_report_open("EBB_DEBUG_LOG", cfg.log_pattern, path, sizeof path, opened);
 }
 
 void debug_log_close(int fd, bool opened)
 {
-    if (opened)
-        os_close(fd);
+    text_report_close(fd, opened);
 }
 
 /* One fault: its name, the pointer, the block (when it has a valid header)
@@ -1589,7 +1571,7 @@ static debug_header_t *header_judge(const void *p, debug_header_t *h, ptr_kind_t
         *kind = PTR_NOT_LIVE;
         return h;
     }
-    if (h->check != header_check(h) || h->qnext != NULL || debug_offset(h) > alloc_usable_size(h)) {
+    if (!header_sound(h, true) || debug_offset(h) > alloc_usable_size(h)) {
         *kind = PTR_DAMAGED; /* live, but a write changed its header */
         return h;
     }
@@ -1666,7 +1648,7 @@ static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
         ((uintptr_t)p & SEGMENT_MASK) >= sizeof(debug_header_t) && seg->kind == SEGMENT_NORMAL) {
         debug_header_t *h = (debug_header_t *)((uint8_t *)p - sizeof *h);
         if (h->magic == (DEBUG_MAGIC_LIVE ^ (uintptr_t)h) && h->align_log2 == 0 &&
-            h->qnext == NULL && h->check == header_check(h)) {
+            header_sound(h, true)) {
             *kind = PTR_OK;
             return h;
         }
@@ -2161,8 +2143,7 @@ enum { VERIFY_SOUND, VERIFY_HEADER, VERIFY_FREED_WRITE, VERIFY_OVERFLOW };
 static int verify_problem(debug_header_t *h, bool freed, const uint8_t **bad)
 {
     *bad = NULL;
-    if (h->check != header_check(h) || debug_offset(h) > alloc_usable_size(h) ||
-        (!freed && h->qnext != NULL))
+    if (!header_sound(h, !freed) || debug_offset(h) > alloc_usable_size(h))
         return VERIFY_HEADER;
     if (freed) {
         *bad = freed_fill_broken(h, alloc_usable_size(h));

@@ -851,6 +851,10 @@ bool text_expand_path(const char *pattern, char *out, size_t cap);
 void text_stderr_keep(void);
 /* Where a report to stderr goes now: 2, the copy kept, or -1 (text.c). */
 int text_stderr(void);
+/* Where one report goes: `pattern`'s file opened for it, else text_stderr
+ * (text.c); text_report_close closes what it opened. */
+int text_report_open(const char *option, const char *pattern, char *path, size_t cap, bool *opened);
+void text_report_close(int fd, bool opened);
 /* A relative path pattern made absolute from the current directory, in buf. */
 const char *text_absolute_path(const char *pattern, char *buf, size_t cap);
 

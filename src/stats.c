@@ -261,39 +261,12 @@ void stats_snapshot(struct ebb_stats *st, uint64_t *segment_live_bytes)
 /* EBB_STATS_FILE, a relative one made absolute at start (stats_init). */
 static const char *stats_file_pattern;
 
-/* Where a report or sample goes: EBB_STATS_FILE's file, opened for it (and
- * closed after it: a descriptor kept open could by then be one of the
- * program's files), else stderr as text_stderr finds it, the stderr the
- * process started with if the program closed or replaced its own. -1:
- * nowhere. */
+/* Where a report or sample goes: EBB_STATS_FILE's file, opened for it, else
+ * stderr (text_report_open says why); -1: nowhere. */
 static int stats_open_output(bool *opened)
 {
-    *opened = false;
-    const char *pattern = stats_file_pattern;
-    if (pattern == NULL)
-        return text_stderr();
     char path[4096];
-    int fd = text_expand_path(pattern, path, sizeof path) ? os_open_append(path) : -1;
-    if (fd >= 0) {
-        *opened = true;
-        return fd;
-    }
-    int err = text_stderr();
-    if (err >= 0) {
-        text_t t;
-        text_init(&t, err);
-        text_add(&t, "ebb: EBB_STATS_FILE=");
-        text_add(&t, pattern);
-        text_add(&t, ": cannot open for appending; writing to stderr\n");
-        text_flush(&t);
-    }
-    return err;
-}
-
-static void stats_close_output(int fd, bool opened)
-{
-    if (opened)
-        os_close(fd);
+    return text_report_open("EBB_STATS_FILE", stats_file_pattern, path, sizeof path, opened);
 }
 
 static void line_bytes(text_t *t, const char *name, uint64_t v)
@@ -443,7 +416,7 @@ void stats_print_sample(void)
     text_add_u64(&t, st.os_purge_calls, 0);
     text_add(&t, "\n");
     text_flush(&t);
-    stats_close_output(fd, opened);
+    text_report_close(fd, opened);
 }
 
 void stats_init(void)
@@ -476,7 +449,7 @@ __attribute__((destructor)) static void stats_at_exit(void)
         int fd = stats_open_output(&opened);
         if (fd >= 0) {
             stats_report(fd, "at exit");
-            stats_close_output(fd, opened);
+            text_report_close(fd, opened);
         }
     }
     trace_process_exiting();

@@ -197,6 +197,45 @@ int text_stderr(void)
     return -1;
 }
 
+/* Where one report goes: the file of `pattern` (EBB_DEBUG_LOG's or
+ * EBB_STATS_FILE's, "%p" expanded into `path`, the caller's buffer of `cap`
+ * bytes), opened for this one report and closed after it (text_report_close),
+ * else stderr as text_stderr finds it. A program may close its stderr (xz
+ * does, before it exits), and a daemon may close every descriptor and open
+ * others in their place: a descriptor kept open between reports could by
+ * then be one of the program's files. Opening costs a few system calls per
+ * report. When the file cannot be opened, that stderr says so, naming
+ * `option`, and gets the report. -1: nowhere. NULL pattern: stderr. */
+int text_report_open(const char *option, const char *pattern, char *path, size_t cap, bool *opened)
+{
+    *opened = false;
+    if (pattern == NULL)
+        return text_stderr();
+    int fd = text_expand_path(pattern, path, cap) ? os_open_append(path) : -1;
+    if (fd >= 0) {
+        *opened = true; /* any number, even 2 if the program closed its stderr */
+        return fd;
+    }
+    int err = text_stderr();
+    if (err < 0)
+        return -1;
+    text_t t;
+    text_init(&t, err);
+    text_add(&t, "ebb: ");
+    text_add(&t, option);
+    text_add(&t, "=");
+    text_add(&t, pattern);
+    text_add(&t, ": cannot open for appending; writing to stderr\n");
+    text_flush(&t);
+    return err;
+}
+
+void text_report_close(int fd, bool opened)
+{
+    if (opened)
+        os_close(fd);
+}
+
 /* A relative path pattern (EBB_DEBUG_LOG, EBB_STATS_FILE) taken from the
  * directory the process started in, copied into `buf`: a daemon that changes
  * directory (to /, typically) still writes where it was asked to. The pattern
