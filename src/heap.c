@@ -438,12 +438,19 @@ static bool heap_quiesce(heap_t *h)
     }
     /* The owner may have died with its TLS unmapped ("Heaps of threads that
      * died", step 2): then nobody is inside. The byte the kernel read is the
-     * one judged: loading it again could fault if the TLS went in between. */
+     * one judged: loading it again could fault if the TLS went in between.
+     * Where the system lets no way of reading through the kernel work (no
+     * pipe could be made, os_read_own), a dead owner is judged by its tid
+     * and a live one's TLS loaded: it is mapped while the thread lives, and
+     * only a heap left by a last-round key destructor on a stack the program
+     * unmaps can lose it in between (a SIGSEGV here, when this was a load). */
     uint8_t busy;
     int peek = os_peek_byte(h->busy, &busy);
     if (peek == 0)
         return true;
     if (peek < 0) {
+        if (h->owner_tid != 0 && h->owner_pid == os_getpid() && !os_thread_alive(h->owner_tid))
+            return true;
         busy = atomic_load_explicit(h->busy, memory_order_acquire);
     } else {
         atomic_thread_fence(memory_order_acquire);

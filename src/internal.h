@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* ssize_t */
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
 #include <sys/single_threaded.h>
 #endif
@@ -781,8 +782,13 @@ typedef struct os_registers_s {
 } os_registers_t;
 unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name,
                                     void (*fn)(const os_registers_t *regs, void *arg), void *arg);
+/* Copy up to n bytes of this process's memory at `from` into `to` without
+ * faulting ("Reading this process's own memory"): the count copied, short
+ * where the memory stops being mapped (0: not mapped at `from`); -1 if the
+ * system refused every way to read (no pipe could be made). errno kept. */
+ssize_t os_read_own(void *to, const void *from, size_t n);
 /* Read the byte at p without faulting: 1 and *out set if it is mapped, 0 if
- * it is known not to be, -1 if the system refuses to say (a seccomp filter). */
+ * it is not, -1 if the system refused every way to tell (os_read_own). */
 int os_peek_byte(const void *p, uint8_t *out);
 /* Read up to cap bytes of a file; returns the count (0 on any error). */
 size_t os_read_file(const char *path, char *buf, size_t cap);

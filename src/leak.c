@@ -33,8 +33,10 @@
  *      ebb_debug_set_context label),
  *      largest first. In a forked child, those allocated before the fork
  *      are counted, not listed (leak_report_at_exit says why).
- * Memory is read with process_vm_readv, so a mapping another thread unmaps
- * meanwhile is skipped, not a crash; and after step 1 no block header is
+ * Memory is read through the kernel (os_read_own: process_vm_readv, or a
+ * pipe where a sandbox refuses it), so a mapping another thread unmaps
+ * meanwhile is skipped, not a crash; a read the system refuses every way is
+ * counted, and the report then says it is incomplete; and after step 1 no block header is
  * read again: another thread may free a block (a huge one is unmapped at
  * once) while the report runs. A block whose header a write changed (logged
  * with EBB_DEBUG_ON_ERROR=continue) is left out: its size cannot be trusted.
@@ -62,7 +64,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "debug.h"
@@ -95,7 +96,7 @@ static struct {
      * huge_range); a word outside the huge ones must lie in a unit of the
      * segment map. */
     uintptr_t lo, range, huge_lo, huge_range;
-    pid_t pid; /* ours, for process_vm_readv */
+    size_t reads_refused; /* os_read_own calls the system refused (-1) */
 } lk ebb_cold_bss;
 
 /* The report's buffers, in one place so that they are skipped as a root as
@@ -153,21 +154,25 @@ static void span_add(debug_header_t *h, uintptr_t map_end)
  * runs). */
 static bool read_own(void *to, uintptr_t from, size_t n)
 {
-    struct iovec local = {to, n}, remote = {(void *)from, n};
-    return process_vm_readv(lk.pid, &local, 1, &remote, 1, 0) == (ssize_t)n;
+    ssize_t got = os_read_own(to, (const void *)from, n);
+    lk.reads_refused += got < 0;
+    return got == (ssize_t)n;
 }
 
 /* Whether the unmarked block of s is still the block that was listed. Other
  * threads run on while the report scans, and a block they free after the
  * scan passed the pointers to it is not lost (review finding: a program
  * whose threads replaced the blocks of a global array had thousands
- * reported lost, a different number each run). Read through
- * process_vm_readv: the block's memory may be unmapped by now. */
+ * reported lost, a different number each run). Read through the kernel:
+ * the block's memory may be unmapped by now. A read the system refused
+ * tells nothing: the block stays listed (and the report says it is
+ * incomplete). */
 static bool span_still_listed(const span_t *s)
 {
     debug_header_t c;
+    size_t refused = lk.reads_refused;
     if (!read_own(&c, s->header, sizeof c))
-        return false;
+        return lk.reads_refused != refused;
     uint64_t m = atomic_load_explicit(&c.magic, memory_order_relaxed);
     bool live = m == (DEBUG_MAGIC_LIVE ^ s->header) || m == (DEBUG_MAGIC_CHECKED_LIVE ^ s->header);
     return live && c.check == s->check;
@@ -312,20 +317,18 @@ static void mark_word(uintptr_t v)
     lk.work[lk.work_len++] = (size_t)i;
 }
 
-/* Scan [start, end) for words pointing into spans, reading through
- * process_vm_readv so that memory unmapped meanwhile is skipped. */
+/* Scan [start, end) for words pointing into spans, reading through the
+ * kernel so that memory unmapped meanwhile is skipped. */
 static void scan_range(uintptr_t start, uintptr_t end)
 {
     uintptr_t *buf = scratch.words;
     start = (start + sizeof(uintptr_t) - 1) & ~(uintptr_t)(sizeof(uintptr_t) - 1);
-    pid_t self = lk.pid;
     while (start + sizeof(uintptr_t) <= end) {
         size_t n = (size_t)(end - start) / sizeof(uintptr_t);
         if (n > sizeof scratch.words / sizeof scratch.words[0])
             n = sizeof scratch.words / sizeof scratch.words[0];
-        struct iovec local = {buf, n * sizeof(uintptr_t)};
-        struct iovec remote = {(void *)start, n * sizeof(uintptr_t)};
-        ssize_t got = process_vm_readv(self, &local, 1, &remote, 1, 0);
+        ssize_t got = os_read_own(buf, (const void *)start, n * sizeof(uintptr_t));
+        lk.reads_refused += got < 0;
         if (got <= 0) { /* unreadable: skip a page */
             start = (start | (os_info.page_size - 1)) + 1;
             continue;
@@ -488,7 +491,7 @@ static void scan_resident_pages(uintptr_t start, uintptr_t end)
  * at its map size: short of the unit's end, the rest of the unit is the
  * program's to map, and a root like any; past it, the block and the tail
  * behind it, neither a root (a walk that enters the mapping past its first
- * unit skips the same: span_t.own_end). The header is read with process_vm_readv, as
+ * unit skips the same: span_t.own_end). The header is read through the kernel (read_own), as
  * everything here: another thread may unmap the mapping meanwhile (then the
  * whole unit is skipped, as before it was unmapped). */
 static uintptr_t ebb_unit_end(uintptr_t unit)
@@ -566,7 +569,7 @@ static void scan_root(uintptr_t start, uintptr_t end, bool shared)
  * word of the list, and each module's ELF header and program headers
  * (mapped at its load address: its first PT_LOAD starts at file offset 0
  * and address 0, as in every shared object and PIE; the main program's come
- * from the auxiliary vector), is read with process_vm_readv, so a list
+ * from the auxiliary vector), is read through the kernel (read_own), so a list
  * changing under the walk costs regions (the report then says INCOMPLETE),
  * never a crash, and the walk stops after RELRO_WALK_MAX modules. */
 #define RELRO_WALK_MAX 4096
@@ -727,7 +730,7 @@ static unsigned scan_registers(void)
     return os_other_threads_registers(scratch.regs, PURGE_THREAD_NAME, mark_registers, NULL);
 }
 
-/* Small blocks are read a window at a time: one process_vm_readv a block
+/* Small blocks are read a window at a time: one os_read_own a block
  * took 7-9 us, most of a report over a heap of many small blocks (a forked
  * child's over its parent's 2,000 blocks: 18 ms), and blocks allocated
  * together lie together. A window is an aligned WINDOW_BYTES, which never
@@ -755,9 +758,8 @@ static void scan_span(const span_t *s)
     if (w == WINDOWS) {
         w = scratch.win.next;
         scratch.win.next = (scratch.win.next + 1) % WINDOWS;
-        struct iovec local = {scratch.win.buf[w], WINDOW_BYTES};
-        struct iovec remote = {(void *)base, WINDOW_BYTES};
-        ssize_t got = process_vm_readv(lk.pid, &local, 1, &remote, 1, 0);
+        ssize_t got = os_read_own(scratch.win.buf[w], (const void *)base, WINDOW_BYTES);
+        lk.reads_refused += got < 0;
         scratch.win.base[w] = base;
         scratch.win.len[w] = got > 0 ? (size_t)got : 0;
     }
@@ -919,7 +921,7 @@ void leak_report_at_exit(void)
     }
     debug_quarantine_hold(true);
     memset(&lk, 0, sizeof lk);
-    lk.pid = getpid();
+    lk.reads_refused = 0;
     segment_for_each(spans_of_segment, NULL);
     huge_for_each_live(spans_of_huge, NULL);
     size_t cap = lk.cap + 64;
@@ -1038,6 +1040,13 @@ void leak_report_at_exit(void)
         text_add(&t, regs_missed == 1 ? " running thread" : " running threads");
         text_add(&t, " not read (signals blocked, or no answer): blocks only they point to are "
                      "counted lost\n");
+    }
+    if (lk.reads_refused > 0) {
+        text_add(&t, "==ebb== INCOMPLETE: the system refused ");
+        text_add_u64(&t, lk.reads_refused, 0);
+        text_add(&t, lk.reads_refused == 1 ? " read" : " reads");
+        text_add(&t, " of memory (process_vm_readv and pipes both refused); blocks reached only "
+                     "through what was not read are counted lost\n");
     }
     if (!roots_whole)
         text_add(&t, "==ebb== INCOMPLETE: not every root could be listed (/proc/self/maps not read "

@@ -467,15 +467,81 @@ int os_gettid(void)
     return (int)syscall(SYS_gettid);
 }
 
+/* ---------------------------------------------------------------------------
+ * Reading this process's own memory without faulting
+ *
+ * The leak report reads memory that other threads may unmap while it runs,
+ * and the scavenger reads a byte of TLS that may be gone (heap.c, "Heaps of
+ * threads that died"). process_vm_readv on our own pid copies what is mapped
+ * and stops at what is not. A sandbox may refuse it (a seccomp filter such
+ * as systemd's SystemCallFilter=@system-service answers EPERM; qemu-user
+ * ENOSYS): then the bytes go through a pipe instead, since write(2) copies
+ * from memory the same way and fails with EFAULT where nothing is mapped.
+ * The pipe is made for the call and closed after it: a long-lived one could
+ * be closed under us by a program that closes every descriptor, and its
+ * number given to a file we would then write into.
+ * ------------------------------------------------------------------------- */
+static atomic_bool vm_readv_refused; /* process_vm_readv answered other than EFAULT */
+
+/* The pipe's way, from a read that failed at from + 0. */
+static ssize_t read_own_by_pipe(uint8_t *to, const uint8_t *from, size_t n)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+        return -1;
+    size_t done = 0;
+    bool refused = false;
+    while (done < n) {
+        /* A pipe holds 64 KiB, or one page once the user has too many
+         * pipe pages (fs.pipe-user-pages-soft): a non-blocking write takes
+         * what fits, and the read below empties the pipe again. */
+        size_t chunk = n - done < ((size_t)64 << 10) ? n - done : (size_t)64 << 10;
+        ssize_t w = write(fds[1], from + done, chunk);
+        if (w <= 0) {
+            refused = w < 0 && errno != EFAULT; /* EFAULT: not mapped there */
+            break;
+        }
+        for (ssize_t got = 0; got < w;) {
+            ssize_t r = read(fds[0], to + done + (size_t)got, (size_t)(w - got));
+            if (r <= 0) {
+                refused = true; /* cannot happen: the bytes are in the pipe */
+                break;
+            }
+            got += r;
+        }
+        if (refused)
+            break;
+        done += (size_t)w;
+    }
+    close(fds[0]);
+    close(fds[1]);
+    return done == 0 && refused ? -1 : (ssize_t)done;
+}
+
+ssize_t os_read_own(void *to, const void *from, size_t n)
+{
+    if (n == 0)
+        return 0;
+    int saved = errno;
+    ssize_t got = -1;
+    if (!atomic_load_explicit(&vm_readv_refused, memory_order_relaxed)) {
+        struct iovec local = {to, n}, remote = {(void *)from, n};
+        got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+        if (got < 0 && errno == EFAULT)
+            got = 0;
+        else if (got < 0)
+            atomic_store_explicit(&vm_readv_refused, true, memory_order_relaxed);
+    }
+    if (got < 0)
+        got = read_own_by_pipe(to, from, n);
+    errno = saved;
+    return got;
+}
+
 int os_peek_byte(const void *p, uint8_t *out)
 {
-    int saved = errno;
-    struct iovec local = {out, 1}, remote = {(void *)p, 1};
-    int result = 1;
-    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1)
-        result = errno == EFAULT ? 0 : -1;
-    errno = saved;
-    return result;
+    ssize_t got = os_read_own(out, p, 1);
+    return got < 0 ? -1 : (int)got;
 }
 
 bool os_thread_alive(int tid)

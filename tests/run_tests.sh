@@ -127,6 +127,11 @@ run_test cross_build_aarch64 300 -- bash tests/test_cross_build.sh
 run_test api_preloaded 300 LD_PRELOAD="$LIB" -- "$T/test_api"
 run_test threads 300 -- "$T/test_threads"
 run_test thread_churn 300 -- "$T/test_thread_churn"
+# Where a sandbox refuses process_vm_readv, the scavenger still reads a dead
+# thread's TLS without faulting (src/heap.c, heap_quiesce; a SIGSEGV before).
+run_test threads_without_process_vm_readv 120 \
+    CHECK_ONLY=key_destructors_that_allocate_leave_no_heap_behind \
+    -- "$T/sandbox_no_vm_readv" "$T/test_threads"
 run_test thread_exit_no_purge 120 EBB_PURGE_DELAY=-1 CHECK_ONLY=full_abandoned_segments \
     -- "$T/test_thread_churn"
 run_test fork 300 -- "$T/test_fork"

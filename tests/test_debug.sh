@@ -423,6 +423,26 @@ rc=$?
 [ "$(cat "$TMP/lkstdout")" = "done" ] || fail "stdout's buffer should be written (got '$(cat "$TMP/lkstdout")')"
 end_case
 
+# Where a sandbox refuses process_vm_readv (tests/sandbox_no_vm_readv.c), the
+# report reads memory through a pipe instead and finds the same: before, it
+# read nothing and said "0 bytes lost in 0 blocks".
+begin_case leak_report_where_process_vm_readv_is_refused
+EBB_DEBUG=1 "$BUILD/tests/sandbox_no_vm_readv" "$D/leaks" >/dev/null 2>"$TMP/lkbox"
+rc=$?
+[ $rc -eq 0 ] || { fail "the sandboxed leaking program should exit 0; got $rc"; show "$TMP/lkbox"; }
+grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 300 bytes lost in 3 blocks$' "$TMP/lkbox" ||
+    { fail "sandboxed: expected 300 bytes lost in 3 blocks"; show "$TMP/lkbox"; }
+grep -q "allocate_kept\|allocate_chain" "$TMP/lkbox" && fail "sandboxed: reachable blocks must not be listed"
+grep -q "INCOMPLETE\|freed by other threads" "$TMP/lkbox" &&
+    { fail "sandboxed: the pipe should read everything, with nothing skipped"; show "$TMP/lkbox"; }
+[ "$(tail -n 1 "$TMP/lkbox")" = "==ebb== end of leak report" ] || fail "sandboxed: the report must end with its marker"
+# With pipes refused too, nothing can be read safely: the report says so.
+EBB_DEBUG=1 "$BUILD/tests/sandbox_no_vm_readv" --no-pipes "$D/leaks" >/dev/null 2>"$TMP/lkbox2"
+grep -q '^==ebb== INCOMPLETE: the system refused [0-9]* reads\? of memory' "$TMP/lkbox2" ||
+    { fail "with no way to read memory, the report should say it is incomplete"; show "$TMP/lkbox2"; }
+[ "$(tail -n 1 "$TMP/lkbox2")" = "==ebb== end of leak report" ] || fail "no pipes: the report must end with its marker"
+end_case
+
 # A pointer left in spare pages, the tail cut off a cached huge mapping
 # (tests/debug/leak_in_spare.c), is not a root: its block is lost.
 begin_case leak_pointer_in_spare_pages_is_not_a_root
