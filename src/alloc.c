@@ -282,12 +282,12 @@ ebb_internal atomic_uint alloc_calloc_slow;
 
 /* realloc to a smaller size that stays where it is: a large block (a run of
  * slices) gives the whole slices past the new size back to its segment, when
- * the calling thread owns that segment (another thread must not rewrite its
- * descriptors). A block of another owner keeps them until it is freed. */
-static void alloc_shrink_large(segment_t *seg, void *p, size_t size)
+ * `heap` (the caller's own: tls.heap, or debug mode's) owns that segment
+ * (another thread must not rewrite its descriptors). A block of another
+ * owner keeps them until it is freed. */
+static void alloc_shrink_large(heap_t *heap, segment_t *seg, void *p, size_t size)
 {
-    heap_t *heap = tls.heap;
-    if (heap == &heap_empty ||
+    if (heap == NULL || heap == &heap_empty ||
         atomic_load_explicit(&seg->thread_id, memory_order_relaxed) != heap->thread_id)
         return;
     page_t *page = segment_page_of(seg, p);
@@ -296,6 +296,21 @@ static void alloc_shrink_large(segment_t *seg, void *p, size_t size)
     lock_acquire(&heap->lock);
     segment_shrink_run(page, (size + SLICE_SIZE - 1) >> SLICE_SHIFT);
     lock_release(&heap->lock);
+}
+
+void alloc_shrink_in_place(heap_t *heap, void *p, size_t size)
+{
+    segment_t *seg = ptr_segment(p);
+    if (seg->kind == SEGMENT_HUGE) {
+        /* Unmaps the pages past the new size; a refusal (a VMA split the
+         * kernel cannot make) leaves the mapping whole, and that is all. */
+        int saved = errno;
+        huge_realloc(seg, p, size);
+        errno = saved;
+        return;
+    }
+    if (alloc_usable_size(p) - size >= SLICE_SIZE)
+        alloc_shrink_large(heap, seg, p, size);
 }
 
 /* calloc of more than DIRECT_MAX, or while alloc_calloc_slow asks for more
@@ -369,12 +384,23 @@ EBB_API void *ebb_realloc(void *p, size_t size)
     size_t usable = alloc_usable_size(p);
     if (size <= usable && size >= usable / 2) {
         if (usable - size >= SLICE_SIZE && seg->kind == SEGMENT_NORMAL)
-            alloc_shrink_large(seg, p, size);
+            alloc_shrink_large(tls.heap, seg, p, size);
         return p; /* fits, and moving would not save half the block */
     }
+    int saved_errno = errno;
     void *q = alloc_malloc_inline(size);
-    if (q == NULL)
-        return NULL; /* errno is ENOMEM; p is untouched */
+    if (q == NULL) {
+        if (size > usable)
+            return NULL; /* errno is ENOMEM; p is untouched */
+        /* Shrinking needs no memory, so it does not fail for want of it
+         * (review finding B2: under RLIMIT_AS, realloc of a 64 MiB block to
+         * 1 MiB returned NULL where glibc shrinks in place). The block stays
+         * where it is and gives back what it can: a huge block its pages, a
+         * large one its slices, a small one nothing. */
+        alloc_shrink_in_place(tls.heap, p, size);
+        errno = saved_errno;
+        return p;
+    }
     memcpy(q, p, usable < size ? usable : size);
     alloc_free_inline(p);
     return q;

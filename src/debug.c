@@ -1828,8 +1828,11 @@ static bool realloc_fits(debug_header_t *h, size_t size, size_t usable)
 }
 
 /* The block is live and its canary checked. Claimed while it changes, as
- * a free claims it (a racing free or verify waits or reports). */
-static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable)
+ * a free claims it (a racing free or verify waits or reports). give_back:
+ * there was no memory to move it to (realloc_impl), so the underlying block
+ * gives back what lies past the new size and its canary, while claimed:
+ * verify reads the tail it unmaps only while holding the block. */
+static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable, bool give_back)
 {
     uint8_t *p = user_of(h);
     uint32_t trace = capture(); /* before the claim: readers wait while it is held */
@@ -1850,6 +1853,10 @@ static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable)
      * child's leak report counts it as its own, as it would a moved block). */
     h->flags = (uint8_t)((unsigned)debug_fork_depth << DEBUG_FORK_DEPTH_SHIFT);
     h->check = header_check(h);
+    if (give_back) {
+        alloc_shrink_in_place(tls_debug_heap, h, debug_offset(h) + size + TAIL_MIN);
+        usable = block_bytes(h);
+    }
     memset(p + size, CANARY_BYTE, tail_len(h, usable)); /* the padding's canary is as it was */
     atomic_store_explicit(&h->magic, DEBUG_MAGIC_LIVE ^ (uintptr_t)h, memory_order_release);
     return p;
@@ -1873,7 +1880,7 @@ static void *realloc_impl(void *p, size_t size)
     if (bad)
         report_overflow(h, bad, "found at realloc");
     if (!cfg.realloc_moves && realloc_fits(h, size, usable))
-        return realloc_in_place(h, size, usable);
+        return realloc_in_place(h, size, usable, false);
     size_t alignment = h->align_log2 ? (size_t)1 << h->align_log2 : 0;
     /* The new block is filled only past what is copied into it. One that
      * grows beyond SMALL_MAX gets an eighth more room underneath, so that a
@@ -1888,8 +1895,15 @@ static void *realloc_impl(void *p, size_t size)
         if (q)
             errno = saved_errno; /* the room's failure is not the caller's */
     }
-    if (q == NULL)
-        return NULL; /* p is untouched */
+    if (q == NULL) {
+        if (size > h->size)
+            return NULL; /* p is untouched */
+        /* Shrinking does not fail for want of memory (review finding B2),
+         * in either realloc mode: the block stays, its size and canary
+         * move down, as a realloc that fits does. */
+        errno = saved_errno;
+        return realloc_in_place(h, size, usable, true);
+    }
     memcpy(q, p, copied);
     free_block(h, true, CALL_REALLOC); /* its canary was checked above (a fault is reported once) */
     return q;

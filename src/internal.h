@@ -1127,6 +1127,11 @@ void *alloc_generic_in_fresh(heap_t *heap, size_t size, size_t alignment, bool *
 void alloc_release(heap_t *heap, void *p);
 void *alloc_aligned(size_t size, size_t alignment, bool zero);
 size_t alloc_usable_size(const void *p);
+/* realloc to `size` <= its usable size with no memory to move the block:
+ * keep block p where it is and give back what lies past `size` (a huge
+ * block's pages; a large block's slices, when `heap` owns its segment).
+ * Never fails; errno is left alone. The caller holds the block alone. */
+void alloc_shrink_in_place(heap_t *heap, void *p, size_t size);
 
 /* *zero: the block reads as zero (fresh or purged mapping). */
 void *huge_alloc(size_t size, size_t alignment, bool *zero);

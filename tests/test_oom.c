@@ -1033,6 +1033,127 @@ static void blocks_freed_by_another_thread_are_collected_before_a_request_fails(
                     "huge blocks");
 }
 
+/* realloc to a smaller size needs no memory: with none left, the block is
+ * shrunk where it is, not refused (review finding B2, shrink_oom2.c: under
+ * RLIMIT_AS, realloc of a 64 MiB block to 1 MiB and to 100 bytes returned
+ * NULL with ENOMEM, where glibc shrinks in place). Small, large and huge
+ * blocks, each shrunk to a size whose own allocation fails just before (the
+ * child allocates blocks of that size until NULL), keep their pointer and
+ * their bytes up to the new size, leave errno alone, and free cleanly; in
+ * debug mode malloc_usable_size is the new size and free_sized takes it. */
+typedef struct {
+    size_t from, to;
+    const char *what;
+} shrink_case_t;
+
+static size_t shrink_fill_count;
+
+/* Allocate blocks of `size` until NULL: the next malloc(size) fails too. */
+static void shrink_exhaust(size_t size)
+{
+    while (shrink_fill_count < PTR_CAP && (ptrs[shrink_fill_count] = ebb_malloc(size)) != NULL) {
+        *(volatile char *)ptrs[shrink_fill_count] = 1;
+        shrink_fill_count++;
+    }
+}
+
+static int shrink_child(void)
+{
+    static const shrink_case_t cases[] = {
+        {3000, 100, "small"},           {1536 * KiB, 100 * KiB, "large"},
+        {1536 * KiB, 100, "large"},     {64 * MiB, MiB, "huge"},
+        {64 * MiB, 100, "huge"},        {64 * MiB, 20 * MiB, "huge"},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    uint8_t *blocks[N];
+    size_t sizes[N]; /* each block's size now, for free_sized */
+    for (size_t i = 0; i < N; i++) {
+        blocks[i] = ebb_malloc(cases[i].from);
+        if (blocks[i] == NULL) {
+            fprintf(stderr, "    child: setup: malloc(%zu) failed\n", cases[i].from);
+            return 2;
+        }
+        check_fill(blocks[i], cases[i].from, 40 + i);
+        sizes[i] = cases[i].from;
+    }
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    ebb_stats_get(&st);
+    if (limit_address_space(64) < 0)
+        return 2;
+    shrink_fill_count = 0;
+    shrink_exhaust(MiB);
+    shrink_exhaust(64 * KiB);
+    int bad = 0;
+    for (size_t i = 0; i < N; i++) {
+        size_t from = cases[i].from, to = cases[i].to;
+        shrink_exhaust(to);
+        errno = 0;
+        void *probe = ebb_malloc(to);
+        if (probe != NULL || errno != ENOMEM) {
+            fprintf(stderr, "    child: malloc(%zu) after allocating it until NULL: %p, errno %d; "
+                    "the limit did not bite\n", to, probe, errno);
+            return 2;
+        }
+        long vm_before = check_vm_size();
+        errno = EDOM;
+        uint8_t *q = ebb_realloc(blocks[i], to);
+        int e = errno;
+        long vm_after = check_vm_size();
+        if (q != blocks[i] || e != EDOM) {
+            fprintf(stderr, "    child: realloc(%s %zu-byte block, %zu) with no memory left: "
+                    "expected the same pointer %p with errno unchanged (EDOM), got %p with errno "
+                    "%d (%s)\n", cases[i].what, from, to, (void *)blocks[i], (void *)q, e,
+                    strerror(e));
+            bad = 1;
+            continue; /* a NULL left the block as it was, to be freed below */
+        }
+        size_t kept = check_verify(q, to, 40 + i);
+        if (kept != to) {
+            fprintf(stderr, "    child: realloc(%s %zu-byte block, %zu) in place: expected its "
+                    "first %zu bytes kept, byte %zu changed\n", cases[i].what, from, to, to, kept);
+            bad = 1;
+        }
+        size_t usable = ebb_malloc_usable_size(q);
+        if (st.debug_mode ? usable != to : usable < to) {
+            fprintf(stderr, "    child: realloc(%s %zu-byte block, %zu) in place: usable size %zu, "
+                    "expected %s %zu\n", cases[i].what, from, to, usable,
+                    st.debug_mode ? "exactly" : "at least", to);
+            bad = 1;
+        }
+        /* A large block's slices past the new size go back to its segment. */
+        if (!st.debug_mode && cases[i].what[0] == 'l' && usable >= from) {
+            fprintf(stderr, "    child: realloc(large %zu-byte block, %zu) in place: usable size "
+                    "%zu, expected the slices past %zu given back\n", from, to, usable, to);
+            bad = 1;
+        }
+        /* A huge block's tail goes back to the OS: its address space is what
+         * a program short of memory needs. */
+        if (from == 64 * MiB && vm_before - vm_after < (long)(from - to - MiB)) {
+            fprintf(stderr, "    child: realloc(huge %zu-byte block, %zu) in place: VmSize "
+                    "went from %ld to %ld KiB, expected %zu KiB less\n", from, to,
+                    vm_before / 1024, vm_after / 1024, (from - to - MiB) / 1024);
+            bad = 1;
+        }
+        memset(q, 0x5a, to); /* the new size is the block's: writing it all is sound */
+        blocks[i] = q;
+        sizes[i] = to;
+    }
+    /* Freed with the new size: debug mode checks free_sized against the
+     * size recorded, and the canary moved down with the block's end. */
+    for (size_t i = 0; i < N; i++)
+        ebb_free_sized(blocks[i], sizes[i]);
+    for (size_t i = 0; i < shrink_fill_count; i++)
+        ebb_free(ptrs[i]);
+    return bad;
+}
+
+static void shrinking_realloc_with_no_memory_left_shrinks_in_place(void)
+{
+    expect_child_ok(shrink_child, 120, "RLIMIT_AS shrinking realloc",
+                    "realloc to a smaller size with no memory left should shrink the block in "
+                    "place and return it");
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1053,5 +1174,6 @@ int main(void)
     RUN_CASE(freed_blocks_are_given_back_before_a_request_fails);
     RUN_CASE(a_huge_realloc_gets_the_caches_back_before_it_fails);
     RUN_CASE(blocks_freed_by_another_thread_are_collected_before_a_request_fails);
+    RUN_CASE(shrinking_realloc_with_no_memory_left_shrinks_in_place);
     return check_finish();
 }
