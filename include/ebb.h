@@ -83,7 +83,10 @@ EBB_API EBB_MALLOC_ATTR void *ebb_calloc(size_t n, size_t size);
  *   realloc(NULL, size) is malloc(size).
  *   realloc(p, 0) frees p and returns NULL, as glibc does; that is not a failure
  *   and errno is left unchanged.
- *   On failure returns NULL with ENOMEM and p is unchanged and still valid. */
+ *   On failure returns NULL with ENOMEM and p is unchanged and still valid.
+ *   A realloc to a smaller size never fails for want of memory: when there is
+ *   none to move the block to, it stays where it is (p is returned, errno
+ *   unchanged) and gives back what it can past the new size, as above. */
 EBB_API void *ebb_realloc(void *p, size_t size);
 
 /* reallocarray(p, n, size): realloc(p, n*size), ENOMEM (p unchanged) if n*size
