@@ -1424,6 +1424,47 @@ size_t debug_quarantine_bytes(void)
  * Allocation
  * ------------------------------------------------------------------------- */
 
+/* A freed block's free-list link (its first word) found changed to `link`:
+ * the report's detail goes to t; `what` says why the link is wrong (", not a
+ * block of its page") and `where` how it was found ("" or a parenthesis).
+ * The block's header, from its last life, lies under the link: the link
+ * overwrote only its magic, which header_check leaves out, so a header
+ * whose checksum still holds names the block's requested size and its
+ * allocation and free; it is returned (NULL for one that does not hold, or
+ * with `header_readable` false: the block may have been reused since). A
+ * header of all zeros passes the checksum, so it is not taken: the block's
+ * inner pages were purged when it left the quarantine (purge_and_release),
+ * or it was never handed out; nor one that does not fit the block (left by
+ * a block of another size class, before its page was reused). *user: the
+ * block's user pointer, as the header says, or in the default layout. */
+static debug_header_t *describe_changed_link(text_t *t, void *block, uintptr_t link,
+                                             const char *what, const char *where,
+                                             bool header_readable, void **user)
+{
+    debug_header_t *h = block;
+    size_t bytes = block_bytes(h);
+    bool sound = header_readable && h->check != 0 && h->check == header_check(h) &&
+                 debug_offset(h) <= bytes && h->size <= bytes - debug_offset(h);
+    text_add(t, "this freed block's free-list link was changed to ");
+    text_add_hex(t, link);
+    text_add(t, what);
+    text_add(t, ": a write into freed memory");
+    text_add(t, where);
+    *user = sound ? user_of(h) : default_user_of(h);
+    return sound ? h : NULL;
+}
+
+static void report_changed_link(void *block, uintptr_t link, const char *where,
+                                bool header_readable)
+{
+    text_t t;
+    text_init(&t, -1);
+    void *user;
+    debug_header_t *h = describe_changed_link(&t, block, link, ", not a block of its page", where,
+                                              header_readable, &user);
+    report("corrupted free list", user, h, text_cstr(&t));
+}
+
 /* The block just taken from a page's free list was linked to the next free
  * block by its first word, which a write before a freed block's start (or
  * after it left the quarantine) may have changed. Check the link now, before
@@ -1433,20 +1474,6 @@ size_t debug_quarantine_bytes(void)
  * window and only while this thread still owns the segment: the scavenger
  * may quiesce an idle-looking heap and collect its pages (heap.c, steps 2-4),
  * and then the check is skipped. */
-/* A freed block's free-list link (its first word) found changed to `link`;
- * `where` says how it was found ("" or a parenthesis). */
-static void report_changed_link(void *block, uintptr_t link, const char *where)
-{
-    text_t t;
-    text_init(&t, -1);
-    text_add(&t, "this freed block's free-list link was changed to ");
-    text_add_hex(&t, link);
-    text_add(&t, ", not a block of its page: a write into freed memory");
-    text_add(&t, where);
-    /* The block's user pointer when it was freed (the default layout). */
-    report("corrupted free list", default_user_of(block), NULL, text_cstr(&t));
-}
-
 static void free_list_check(void *block)
 {
     segment_t *seg = ptr_segment(block);
@@ -1466,7 +1493,7 @@ static void free_list_check(void *block)
     }
     busy_leave();
     if (next != 0)
-        report_changed_link(block, next, "");
+        report_changed_link(block, next, "", true); /* ours: no one reuses it meanwhile */
 }
 
 /* A new block of `size` user bytes, zeroed or filled with the new-memory
@@ -2004,8 +2031,9 @@ static void report_cut_list_slow(void)
     size_t dropped = cut_dropped_bytes;
     atomic_store_explicit(&cut_state, 0, memory_order_release);
     if (kind == CUT_REMOTE_LIST) {
+        /* The block stayed on its page's free list: it may be in use again. */
         report_changed_link(h, link, " (found when the blocks other threads released into its "
-                                     "page were collected)");
+                                     "page were collected)", false);
         return;
     }
     /* A dropped block is never reused: its header (intact for a changed
@@ -2098,7 +2126,7 @@ typedef struct verify_finding_s {
     uintptr_t p;             /* the pointer the report names */
     uintptr_t at;            /* the block's header, or 0 when it cannot be trusted */
     debug_header_t header;   /* a copy, taken while the block was held */
-    char detail[200];
+    char detail[256];
 } verify_finding_t;
 
 typedef struct verify_s {
@@ -2199,27 +2227,93 @@ static void verify_block(verify_t *v, debug_header_t *h)
     block_unhold(h, seen);
 }
 
-/* A small page's free lists: every link a block of the page, no cycle
- * longer than the page. */
-static void verify_free_list(verify_t *v, page_t *page, const block_t *b, const char *which)
+/* A small page's free list, as verify walks it: the page's carved blocks. */
+typedef struct free_list_bounds_s {
+    uintptr_t start;
+    size_t block_size, capacity;
+} free_list_bounds_t;
+
+/* b's successor, or NULL where the link is not a block of the page. */
+static const block_t *free_list_next(const free_list_bounds_t *fl, const block_t *b)
 {
-    uintptr_t start = (uintptr_t)page_start(page);
-    size_t bs = page->block_size, capacity = page->capacity;
-    for (size_t n = 0; b != NULL; n++) {
-        uintptr_t x = (uintptr_t)b;
-        if (n > capacity || !page_is_carved_block(x, start, bs, capacity)) {
-            text_t t;
-            text_init(&t, -1);
-            text_add(&t, "found by ebb_debug_verify: the page's ");
-            text_add(&t, which);
-            text_add(&t, n > capacity ? " list has a cycle" : " list links to ");
-            if (n <= capacity)
-                text_add_hex(&t, x);
-            verify_keep(v, "corrupted free list", (void *)start, NULL, text_cstr(&t));
-            return;
-        }
-        b = b->next;
+    uintptr_t x = (uintptr_t)b->next;
+    return page_is_carved_block(x, fl->start, fl->block_size, fl->capacity) ? b->next : NULL;
+}
+
+/* The block whose link closes the cycle of a list known to have one (`on`
+ * lies on it): the last block before the walk meets a block a second time.
+ * With no memory beyond a few pointers: the cycle's length from `on`, then
+ * two walks from the head that far apart, which meet at the cycle's first
+ * block. NULL if the list changed meanwhile (a write racing verify): every
+ * walk is bounded and follows only links to blocks of the page. */
+static const block_t *free_list_cycle_closer(const free_list_bounds_t *fl, const block_t *head,
+                                             const block_t *on)
+{
+    size_t length = 1;
+    for (const block_t *x = free_list_next(fl, on); x != on; x = free_list_next(fl, x), length++)
+        if (x == NULL || length > fl->capacity)
+            return NULL;
+    const block_t *lead = head, *closer = NULL;
+    for (size_t i = 0; i < length && lead != NULL; i++) {
+        closer = lead;
+        lead = free_list_next(fl, lead);
     }
+    const block_t *trail = head;
+    for (size_t i = 0; trail != lead; i++) {
+        if (lead == NULL || trail == NULL || i > fl->capacity)
+            return NULL;
+        closer = lead;
+        lead = free_list_next(fl, lead);
+        trail = free_list_next(fl, trail);
+    }
+    return closer;
+}
+
+/* A small page's free lists: every link a block of the page, no cycle
+ * longer than the page. A bad link is reported as the block holding it, as
+ * the allocation path reports it (report_changed_link): a write into that
+ * freed block changed it. Only a list whose first block is no block of the
+ * page names the page: ebb's record of the page was changed. The blocks are
+ * the page's free ones: its owner is paused and nobody else takes from its
+ * lists, so their headers can be read. */
+static void verify_free_list(verify_t *v, page_t *page, const block_t *head, bool remote)
+{
+    free_list_bounds_t fl = {(uintptr_t)page_start(page), page->block_size, page->capacity};
+    if (head != NULL && !page_is_carved_block((uintptr_t)head, fl.start, fl.block_size, fl.capacity)) {
+        text_t t;
+        text_init(&t, -1);
+        text_add(&t, remote ? "found by ebb_debug_verify: the page's remote-free list starts at "
+                            : "found by ebb_debug_verify: the page's free list starts at ");
+        text_add_hex(&t, (uintptr_t)head);
+        text_add(&t, ", not a block of the page: ebb's record of the page was changed");
+        verify_keep(v, "corrupted free list", (void *)fl.start, NULL, text_cstr(&t));
+        return;
+    }
+    const block_t *b = head, *holder = NULL;
+    const char *what = ", not a block of its page";
+    for (size_t n = 1; b != NULL && holder == NULL; n++) {
+        if (n > fl.capacity) { /* more blocks than the page has: b is on a cycle */
+            holder = free_list_cycle_closer(&fl, head, b);
+            what = ", a block the list already passed (a cycle)";
+            if (holder == NULL)
+                return; /* the list changed under the walk: the next call sees it */
+        } else if (b->next != NULL && free_list_next(&fl, b) == NULL) {
+            holder = b;
+        } else {
+            b = b->next;
+        }
+    }
+    if (holder == NULL)
+        return;
+    text_t t;
+    text_init(&t, -1);
+    void *user;
+    debug_header_t *h = describe_changed_link(
+        &t, (void *)holder, (uintptr_t)holder->next, what,
+        remote ? " (found by ebb_debug_verify in its page's remote-free list)"
+               : " (found by ebb_debug_verify in its page's free list)",
+        true, &user);
+    verify_keep(v, "corrupted free list", user, h, text_cstr(&t));
 }
 
 static void verify_page(page_t *page, void *arg)
@@ -2228,9 +2322,9 @@ static void verify_page(page_t *page, void *arg)
     if (page->kind == PAGE_LARGE) {
         verify_block(v, (debug_header_t *)page_start(page));
     } else if (page->kind == PAGE_SMALL && page->block_size >= sizeof(debug_header_t)) {
-        verify_free_list(v, page, page->free, "free");
+        verify_free_list(v, page, page->free, false);
         uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
-        verify_free_list(v, page, (const block_t *)(x & ~XTHREAD_FLAGS), "remote-free");
+        verify_free_list(v, page, (const block_t *)(x & ~XTHREAD_FLAGS), true);
         uint8_t *start = page_start(page);
         for (size_t k = 0; k < page->capacity; k++)
             verify_block(v, (debug_header_t *)(start + k * page->block_size));

@@ -94,7 +94,7 @@ expect realloc_foreign      "realloc of a pointer ebb never returned (foreign)" 
 expect realloc_overflow     "heap-buffer-overflow"                                 allocate_victim
 expect realloc_grown_overflow "heap-buffer-overflow"                                 grow_victim
 expect usable_size_freed    "malloc_usable_size of a freed block"                  allocate_victim
-expect free_list_write      "corrupted free list"                                  -
+expect free_list_write      "corrupted free list"                                  allocate_victim
 expect remote_free_list_write "corrupted free list"                                 -
 expect quarantine_link_write "corrupted block header"                               -
 expect reuse_link_write     "corrupted free list"                                  allocate_victim EBB_DEBUG_QUARANTINE=256K
@@ -102,6 +102,11 @@ expect reuse_link_write_idle "corrupted free list"                              
 expect reuse_header_write   "corrupted block header"                               -               EBB_DEBUG_QUARANTINE=256K
 expect verify_overflow      "heap-buffer-overflow"                                 allocate_victim
 expect verify_use_after_free "heap-use-after-free"                                 allocate_victim
+expect verify_free_list_write "corrupted free list"                                allocate_victim
+# No background pass: it may collect the page's remote frees between the
+# program's write and its repair, and the cut would be reported a second time.
+expect verify_remote_free_list_write "corrupted free list"                         allocate_victim EBB_BACKGROUND=0
+expect verify_free_list_cycle "corrupted free list"                                allocate_victim
 expect use_after_free_late  "heap-use-after-free"                                 allocate_victim
 expect use_after_free_found_by_time "heap-use-after-free"                         allocate_victim EBB_BACKGROUND=0
 expect alloca_chain_changed "double free"                                          leaf
@@ -188,6 +193,26 @@ begin_case verify_counts
 EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "$D/verify_overflow" >"$TMP/v.out" 2>"$TMP/v.err"
 grep -q "^problems=1$" "$TMP/v.out" || fail "ebb_debug_verify should return 1: $(cat "$TMP/v.out")"
 grep -q "found by ebb_debug_verify" "$TMP/v.err" || fail "the report should say ebb_debug_verify found it"
+end_case
+
+# A changed free-list link ebb_debug_verify finds is reported as the freed
+# block holding it, with its size and its free, as the allocation path
+# reports it (review finding, suspicion 3: only the page and the bad value),
+# on the page's free list and its remote-free list, and for a cycle.
+begin_case verify_names_the_block_holding_a_changed_link
+for prog in verify_free_list_write verify_remote_free_list_write verify_free_list_cycle; do
+    EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_BACKGROUND=0 "$D/$prog" >"$TMP/vl.out" 2>"$TMP/vl.err"
+    grep -q "^problems=1$" "$TMP/vl.out" ||
+        fail "$prog: ebb_debug_verify should return 1, got: $(grep problems= "$TMP/vl.out")"
+    vp=$(sed -n 's/^victim=//p' "$TMP/vl.out")
+    grep -q "^  this freed block's free-list link was changed to .*(found by ebb_debug_verify in its page's .*free list)$" "$TMP/vl.err" ||
+        { fail "$prog: expected the changed link described as found by ebb_debug_verify"; show "$TMP/vl.err"; }
+    grep -q "^  block: 2500 bytes requested at $vp$" "$TMP/vl.err" ||
+        { fail "$prog: expected the block's size and user pointer $vp"; show "$TMP/vl.err"; }
+    grep -q "^  freed at:" "$TMP/vl.err" || { fail "$prog: expected the block's free trace"; show "$TMP/vl.err"; }
+done
+grep -q "a block the list already passed (a cycle)" "$TMP/vl.err" ||
+    { fail "verify_free_list_cycle: expected the link described as closing a cycle"; show "$TMP/vl.err"; }
 end_case
 
 # Two threads freeing one block at the same moment: one free is reported as
