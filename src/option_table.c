@@ -101,10 +101,14 @@ static bool in_words(const char *s, const char *const *words)
     return false;
 }
 
-/* A byte count: digits, then nothing or one of K M G T (any case), which may
- * be followed by "iB" or "B". */
+/* A byte count: an optional '+', digits, then nothing or one of K M G T (any
+ * case), which may be followed by "iB" or "B" (any case). The sign is
+ * accepted as whole numbers accept it (option_parse_long); a '-' never is,
+ * not even "-0": option_refusal says why. */
 static bool parse_bytes(const char *s, long *out)
 {
+    if (*s == '+')
+        s++;
     char digits[24];
     size_t n = 0;
     while (s[n] >= '0' && s[n] <= '9') {
@@ -190,9 +194,21 @@ bool option_has_range(const option_desc_t *d)
     return d->unit != OPTION_SWITCH;
 }
 
+/* The suffixes parse_bytes accepts, said once for the refusal messages and
+ * ebbrun --help. */
 const char *option_form_note(const option_desc_t *d)
 {
-    return d->unit == OPTION_BYTES ? " (K, M, G or T: times 1024, 1024^2, ...)" : "";
+    return d->unit == OPTION_BYTES ? ", optionally followed by K, M, G or T (powers of 1024; any "
+                                     "case, alone or with B or iB: 64K = 64KB = 64KiB)"
+                                   : "";
+}
+
+const char *option_refusal(const option_desc_t *d, const char *s)
+{
+    /* "expected a byte count from 0 to N" read as if -0 were out of range. */
+    if (d->unit == OPTION_BYTES && s[0] == '-')
+        return "a byte count cannot be negative";
+    return NULL;
 }
 
 bool option_parse_long(const char *s, long *out)

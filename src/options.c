@@ -77,6 +77,11 @@ static void option_set_from_text(option_id_t id, const char *value)
         }
         text_add(&t, "; using ");
         text_add(&t, d->choices[d->def]);
+    } else if (option_refusal(d, value)) {
+        text_add(&t, ": ");
+        text_add(&t, option_refusal(d, value));
+        text_add(&t, "; using ");
+        text_add_long(&t, d->def);
     } else {
         text_add(&t, ": expected ");
         text_add(&t, option_form(d));

@@ -35,10 +35,11 @@ typedef enum {
 
 /* How a numeric option's value is written. */
 typedef enum {
-    OPTION_NUMBER, /* a decimal integer */
+    OPTION_NUMBER, /* a decimal integer, with an optional sign (+ or -) */
     OPTION_SWITCH, /* 0 or 1; also off/on, no/yes, false/true (any case) */
-    OPTION_BYTES,  /* a decimal integer, optionally with K, M, G or T (powers
-                      of 1024; "KiB" and "KB" mean the same) */
+    OPTION_BYTES,  /* decimal digits with an optional '+' (never a '-', not
+                      even -0), optionally followed by K, M, G or T (powers
+                      of 1024, any case; "KiB" and "KB" mean the same) */
 } option_unit_t;
 
 typedef struct option_desc_s {
@@ -67,9 +68,15 @@ bool option_parse_value(const option_desc_t *d, const char *s, long *out);
 bool option_parse_choice(const option_desc_t *d, const char *s, long *out);
 
 /* What option_parse_value accepts for `d`, for "expected <form> from <min>
- * to <max><note>" (option_has_range) or "expected <form>" (a switch). */
+ * to <max><note>" (option_has_range) or "expected <form>" (a switch); the
+ * note (a byte count's suffixes) is in ebbrun --help too. */
 const char *option_form(const option_desc_t *d);
 bool option_has_range(const option_desc_t *d);
 const char *option_form_note(const option_desc_t *d);
+
+/* Why `s` is refused for numeric option `d`, where that says more than the
+ * form and range do (a '-' before a byte count: "a byte count cannot be
+ * negative"); NULL otherwise. The library and ebbrun both use it. */
+const char *option_refusal(const option_desc_t *d, const char *s);
 
 #endif /* EBB_OPTIONS_H */

@@ -19,6 +19,9 @@
 #   malformed_options_are_reported_once  by ebb (EBB_PURGE_DELAY=abc, EBB_NOPE=1
 #                                      in the environment: one line each, once)
 #                                      and by ebbrun (exit 2 before running)
+#   byte_counts_take_a_plus_sign_and_refuse_a_minus  EBB_DEBUG_QUARANTINE=+5
+#                                      accepted; -0 and -5 refused as negative,
+#                                      by ebb and by ebbrun
 #   preload_reaches_child_processes    a shell started by ebbrun runs a child
 #                                      that also has ebb loaded
 #   installed_ebbrun_finds_its_library make install DESTDIR=...: the installed
@@ -85,6 +88,9 @@ done
 echo "    info: $(echo $names | wc -w) options documented"
 grep -q -- "--purge-delay MS" "$TMP/help" || fail "--help does not show --purge-delay"
 grep -q "(-1 to 3600000; default 50)" "$TMP/help" || fail "--help does not show EBB_PURGE_DELAY's range"
+# The suffixes a byte count takes, as parse_bytes (src/option_table.c) reads them.
+grep -q "(0 to 1099511627776 bytes, optionally followed by K, M, G or T (powers of 1024; any case, alone or with B or iB: 64K = 64KB = 64KiB); default 16777216)" "$TMP/help" ||
+    fail "--help does not show EBB_DEBUG_QUARANTINE's range and suffixes: $(grep -A1 'EBB_DEBUG_QUARANTINE ' "$TMP/help")"
 end
 
 # -------------------------------------------------------------------------
@@ -191,7 +197,7 @@ EBB_DEBUG_QUARANTINE=1099511627776 "$EBBRUN" -- true 2>"$TMP/q.err"
 grep -q 'EBB_DEBUG_QUARANTINE' "$TMP/q.err" &&
     fail "EBB_DEBUG_QUARANTINE=2^40 is its documented maximum; got: $(cat "$TMP/q.err")"
 EBB_DEBUG_QUARANTINE=1099511627777 "$EBBRUN" -- true 2>"$TMP/q2.err"
-grep -q '^ebb: EBB_DEBUG_QUARANTINE=1099511627777: expected a byte count from 0 to 1099511627776 (K, M, G or T' \
+grep -q '^ebb: EBB_DEBUG_QUARANTINE=1099511627777: expected a byte count from 0 to 1099511627776, optionally followed by K, M, G or T' \
     "$TMP/q2.err" || fail "2^40 + 1 should be reported out of range; got: $(cat "$TMP/q2.err")"
 # Switches take on/off, yes/no, true/false too, and byte counts a K, M, G or
 # T suffix; ebbrun accepts exactly what the library does.
@@ -216,6 +222,33 @@ grep -q '^ebb: EBB_DEBUG_QUARANTINE=2TiB: expected a byte count' "$TMP/u2.err" |
 "$EBBRUN" --set EBB_WHATEVER=1 -- true 2>"$TMP/w.err"
 [ $? -eq 2 ] && grep -q 'EBB_WHATEVER: not an ebb option' "$TMP/w.err" ||
     fail "--set EBB_WHATEVER=1: exit 2 with a message; got: $(cat "$TMP/w.err")"
+end
+
+# -------------------------------------------------------------------------
+# Review finding (suspicion 4): a byte count refused a leading sign ("+5",
+# "+0", "-0") that whole numbers accept, and -0 was told "expected a byte
+# count from 0 to ...". Now '+' is taken, and any '-' is refused as negative,
+# by the library and by ebbrun alike.
+begin byte_counts_take_a_plus_sign_and_refuse_a_minus
+for v in +5 +0 +64K; do
+    EBB_DEBUG_QUARANTINE=$v "$EBBRUN" -- true 2>"$TMP/bp.err"
+    grep -q 'EBB_DEBUG_QUARANTINE' "$TMP/bp.err" &&
+        fail "EBB_DEBUG_QUARANTINE=$v should be accepted silently by the library; got: $(cat "$TMP/bp.err")"
+    "$EBBRUN" --set EBB_DEBUG_QUARANTINE=$v -- true 2>"$TMP/bp2.err"
+    rc=$?
+    [ $rc -eq 0 ] && [ ! -s "$TMP/bp2.err" ] ||
+        fail "--set EBB_DEBUG_QUARANTINE=$v should be accepted (exit 0, nothing said); got exit $rc: $(cat "$TMP/bp2.err")"
+done
+for v in -0 -5 -1K; do
+    EBB_DEBUG_QUARANTINE=$v "$EBBRUN" -- true 2>"$TMP/bm.err"
+    c=$(grep -c "^ebb: EBB_DEBUG_QUARANTINE=$v: a byte count cannot be negative; using 16777216$" "$TMP/bm.err")
+    [ "$c" -eq 1 ] ||
+        fail "EBB_DEBUG_QUARANTINE=$v: expected 'a byte count cannot be negative' once from the library; got: $(cat "$TMP/bm.err")"
+    "$EBBRUN" --set EBB_DEBUG_QUARANTINE=$v -- true 2>"$TMP/bm2.err"
+    rc=$?
+    [ $rc -eq 2 ] && grep -q "^ebbrun: EBB_DEBUG_QUARANTINE=$v: a byte count cannot be negative$" "$TMP/bm2.err" ||
+        fail "--set EBB_DEBUG_QUARANTINE=$v: expected exit 2 and 'a byte count cannot be negative'; got exit $rc: $(cat "$TMP/bm2.err")"
+done
 end
 
 # -------------------------------------------------------------------------

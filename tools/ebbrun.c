@@ -60,8 +60,8 @@ static void usage(FILE *out)
         else if (d->unit == OPTION_SWITCH)
             fprintf(out, "  %-25s   (0/1, off/on, no/yes or false/true; default %ld)\n", "", d->def);
         else if (d->unit == OPTION_BYTES)
-            fprintf(out, "  %-25s   (%ld to %ld bytes, K, M, G or T: powers of 1024; default %ld)\n",
-                    "", d->min, d->max, d->def);
+            fprintf(out, "  %-25s   (%ld to %ld bytes%s; default %ld)\n", "", d->min, d->max,
+                    option_form_note(d), d->def);
         else
             fprintf(out, "  %-25s   (%ld to %ld; default %ld)\n", "", d->min, d->max, d->def);
     }
@@ -102,6 +102,11 @@ static void option_check(const option_desc_t *d, const char *value)
         die("%s=%s: not one of the accepted names", d->name, value);
     }
     if (!option_parse_value(d, value, &v)) {
+        const char *why = option_refusal(d, value);
+        if (why) {
+            fprintf(stderr, "%s: %s=%s: %s\n", prog, d->name, value, why);
+            exit(2);
+        }
         fprintf(stderr, "%s: %s=%s: expected %s", prog, d->name, value, option_form(d));
         if (option_has_range(d))
             fprintf(stderr, " from %ld to %ld%s", d->min, d->max, option_form_note(d));
