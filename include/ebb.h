@@ -169,7 +169,12 @@ struct ebb_stats {
                                  blocks, caches, heap metadata (exact) */
     uint64_t committed_bytes; /* of it, what may be resident: reserved minus what
                                  was purged or never touched (approximate; an
-                                 upper bound on ebb's share of the RSS) */
+                                 upper bound on ebb's share of the RSS). Except
+                                 with EBB_PURGE_METHOD=free: pages purged with
+                                 MADV_FREE leave it at once but stay in the RSS
+                                 (as LazyFree in /proc/<pid>/smaps) until the
+                                 kernel needs the memory and takes them; the
+                                 bound then holds for the RSS less LazyFree */
     /* Blocks. */
     uint64_t live_bytes;      /* in live blocks, rounded to their size class;
                                  huge blocks by their usable size (approximate) */

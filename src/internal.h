@@ -438,6 +438,16 @@ typedef struct segment_s {
      * stayed free for at least one whole pass period (purge.c, the protocol). */
     _Atomic(uint64_t) dirty_slices;
     _Atomic(uint64_t) dirty_old;
+    /* Slices of runs in use that may hold resident memory beyond what their
+     * pages carved, so that the telemetry's committed bytes stay an upper
+     * bound on the resident ones (stats.c): the slices that were dirty when
+     * their run was claimed (a new page takes dirty slices first,
+     * segment_claim_slices), and those an earlier class of a kept page wrote
+     * before another class took it (page_take_retained); both start with
+     * nothing carved. Set by whoever claims or takes the run, cleared by
+     * whoever releases it (segment_release_run, any thread): relaxed atomic
+     * RMWs, on page transitions only; read racily by the telemetry alone. */
+    _Atomic(uint64_t) prewritten_slices;
     /* Under purge_lock (purge.c): on the purge list; a pass is working on it
      * (it must not be unmapped meanwhile). purge_listed is also read without
      * the lock, seq_cst, by freers (purge.c step 3). */
@@ -969,6 +979,9 @@ void segment_abandoned_room_unlock(void);
 void segment_free_run(page_t *page);
 /* Owner, heap lock held: keep a large page's first `keep` slices, release the rest. */
 void segment_shrink_run(page_t *page, size_t keep);
+/* Owner: the first `bytes` of `page`'s run may be resident whatever the page
+ * carves from now on (an earlier class wrote them: page_take_retained). */
+void segment_run_mark_prewritten(page_t *page, size_t bytes);
 /* The owner's segment became entirely free: release it unless it is the heap's
  * last one. */
 void segment_maybe_release(heap_t *heap, segment_t *seg);

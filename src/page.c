@@ -344,6 +344,9 @@ static page_t *page_take_retained(heap_t *heap, unsigned cls)
     if (best == NULL)
         return NULL;
     unsigned old = best->class_idx;
+    /* What the old class carved stays resident; the new class starts with
+     * nothing carved, so the telemetry learns it here (review finding). */
+    segment_run_mark_prewritten(best, (size_t)best->capacity * best->block_size);
     retained_set(heap, old, NULL);
     queue_remove(best->in_full ? &heap->full : &heap->queues[old], best);
     heap_direct_update(heap, old);
