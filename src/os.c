@@ -1067,19 +1067,49 @@ static void *os_mmap_raw(size_t size)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* mmap exactly at `at` if nothing is mapped anywhere in [at, at + size). */
+static bool map_fixed_noreplace(void *at, size_t size)
+{
+    void *p = mmap(at, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    if (p != at) { /* a kernel before 4.17 took the address as a hint */
+        munmap(p, size);
+        return false;
+    }
+    return true;
+}
+
 /* The plain way: a mapping of exactly size bytes is aligned often enough
  * when size is a multiple of the alignment (Linux places consecutive mappings
- * next to each other), so try that first when no room is asked for; else
- * over-map and trim both ends, keeping `room` bytes after the mapping free. */
+ * next to each other), so try that first when no room is asked for. One that
+ * is not aligned shows where the kernel finds free address space: it is
+ * unmapped and the same size is asked for at the aligned address just below
+ * it (Linux places mappings top-down, so the space below is usually free),
+ * then at the one above, with MAP_FIXED_NOREPLACE. Neither needs more address
+ * space than the mapping itself, where over-mapping needs size + align: under
+ * a tight RLIMIT_AS (ulimit -v 20000) that made the process's first malloc
+ * fail, a 4 MiB segment asking for 8 MiB (review finding; test_oom). A
+ * thread that maps into the hole meanwhile only makes those requests fail
+ * (EEXIST). Last, and when room is asked for, over-map and trim both ends,
+ * keeping `room` bytes after the mapping free. */
 static void *os_map_aligned_plain(size_t size, size_t room, size_t align, size_t align_offset)
 {
     if (room == 0) {
         void *p = os_mmap_raw(size);
         if (p == NULL)
             return NULL;
-        if ((((uintptr_t)p + align_offset) & (align - 1)) == 0)
+        uintptr_t at = (uintptr_t)p + align_offset;
+        if ((at & (align - 1)) == 0)
             return p;
         munmap(p, size);
+        uintptr_t below = at & ~(uintptr_t)(align - 1);
+        if (below >= align_offset && map_fixed_noreplace((void *)(below - align_offset), size))
+            return (void *)(below - align_offset);
+        uintptr_t above = below + align;
+        if (above > below && map_fixed_noreplace((void *)(above - align_offset), size))
+            return (void *)(above - align_offset);
     }
     if (size + room + align < size)
         return NULL;
@@ -1095,20 +1125,6 @@ static void *os_map_aligned_plain(size_t size, size_t room, size_t align, size_t
     if (tail)
         munmap(start + size, tail);
     return start;
-}
-
-/* mmap exactly at `at` if nothing is mapped anywhere in [at, at + size). */
-static bool map_fixed_noreplace(void *at, size_t size)
-{
-    void *p = mmap(at, size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    if (p == MAP_FAILED)
-        return false;
-    if (p != at) { /* a kernel before 4.17 took the address as a hint */
-        munmap(p, size);
-        return false;
-    }
-    return true;
 }
 
 /* Where the last aligned mapping began (0: none yet, or something was

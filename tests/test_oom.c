@@ -1154,8 +1154,91 @@ static void shrinking_realloc_with_no_memory_left_shrinks_in_place(void)
                     "place and return it");
 }
 
-int main(void)
+/* ---------------------------------------------------------------------------
+ * Review finding: the first malloc of a process under `ulimit -v 20000`
+ * returned NULL where glibc's succeeded. Its segment (4 MiB, aligned to
+ * 4 MiB) was first mapped where the kernel chose; that mapping, not aligned,
+ * was unmapped and 8 MiB over-mapped to cut an aligned segment from, which
+ * the limit refused. Here a fresh process (this program, run again with
+ * FIRST_SEGMENT_ARG) makes the kernel's first choice unaligned, leaves itself
+ * address space for 1.5 segments, and allocates: the segment must fit.
+ * ------------------------------------------------------------------------- */
+#define FIRST_SEGMENT_ARG "--first-segment-child"
+#define SEGMENT_BYTES ((size_t)4 << 20)
+
+static void child_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void child_say(const char *fmt, ...)
 {
+    char buf[512]; /* vsnprintf and write: stdio would allocate */
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0)
+        return; /* nowhere to say it */
+}
+
+static void *map_anon(void *at, size_t size, int flags)
+{
+    void *p = mmap(at, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Nothing in this process has called malloc yet. Linux places mappings
+ * top-down: a dry run of ebb's first two requests (its 64 KiB of metadata,
+ * then the segment) shows where the segment would go; if that is aligned,
+ * 2 MiB mapped at its top move the kernel's choice 2 MiB lower (kernels that
+ * align large anonymous mappings do so to 2 MiB), so it is not. */
+static int first_segment_child(void)
+{
+    void *meta = map_anon(NULL, 64 << 10, MAP_NORESERVE);
+    uint8_t *probe = map_anon(NULL, SEGMENT_BYTES, MAP_NORESERVE);
+    if (meta == NULL || probe == NULL) {
+        child_say("    child: the dry run could not map\n");
+        return 2;
+    }
+    munmap(probe, SEGMENT_BYTES);
+    munmap(meta, 64 << 10);
+    bool aligned = ((uintptr_t)probe & (SEGMENT_BYTES - 1)) == 0;
+    if (aligned) {
+        void *shift = map_anon(probe + SEGMENT_BYTES / 2, SEGMENT_BYTES / 2, MAP_FIXED_NOREPLACE);
+        if (shift != probe + SEGMENT_BYTES / 2) {
+            child_say("    child: could not map 2 MiB at %p\n", (void *)(probe + SEGMENT_BYTES / 2));
+            return 2;
+        }
+    }
+    if (limit_address_space(6) < 0) /* 1.5 segments */
+        return 2;
+    errno = 0;
+    void *volatile p = malloc(100);
+    if (p == NULL) {
+        child_say("    child: the first malloc(100), with 6 MiB of address space left and the "
+                  "kernel's first choice for its segment unaligned (dry run at %p%s): NULL (%s)\n",
+                  (void *)probe, aligned ? ", moved 2 MiB down" : "", strerror(errno));
+        return 1;
+    }
+    free(p);
+    return 0;
+}
+
+static int first_segment_exec(void)
+{
+    char *argv[] = {"test_oom", FIRST_SEGMENT_ARG, NULL};
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "    child: execv(/proc/self/exe): %s\n", strerror(errno));
+    return 2;
+}
+
+static void first_segment_fits_in_one_and_a_half_segments_of_address_space(void)
+{
+    expect_child_ok(first_segment_exec, 60, "RLIMIT_AS first segment",
+                    "the first malloc should succeed with 6 MiB of address space left");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], FIRST_SEGMENT_ARG) == 0)
+        return first_segment_child(); /* before anything here allocates */
     setvbuf(stdout, NULL, _IOLBF, 0);
     RUN_CASE(os_map_calls_counts_os_requests);
     RUN_CASE(overflowing_requests_fail_with_ENOMEM_before_any_os_request);
@@ -1167,6 +1250,7 @@ int main(void)
     RUN_CASE(allocation_works_again_after_injection_ends);
     RUN_CASE(rlimit_as_allocate_until_null_then_free_and_allocate_again);
     RUN_CASE(huge_block_fits_a_limit_that_leaves_it_no_room_to_grow);
+    RUN_CASE(first_segment_fits_in_one_and_a_half_segments_of_address_space);
     RUN_CASE(refused_requests_unmap_the_huge_cache_and_retry);
     RUN_CASE(a_block_served_after_a_refused_request_leaves_errno_alone);
     RUN_CASE(a_request_that_can_never_fit_keeps_the_huge_cache);
