@@ -151,7 +151,12 @@ EBB_API int ebb_mallopt(int param, int value);
  * value is exact. "Approximate": while other threads run, the value may mix
  * moments (each part is read once, unlocked, and clamped so that it is never
  * negative and never above the bytes it is part of). Both calls are safe to
- * make at any time from any thread, concurrently with anything.
+ * make at any time from any thread, concurrently with anything, and from a
+ * signal handler: one that interrupted ebb in the same thread while it held
+ * one of its locks (an allocator call's slow path, a purge pass, a snapshot
+ * or walk) gets EDEADLK at once instead of waiting for ever for that lock,
+ * and the EBB_STATS report at exit (exit or quick_exit from such a handler)
+ * is then skipped with a line saying so.
  * ------------------------------------------------------------------------- */
 
 /* The layout of struct ebb_stats. A later version only appends fields. */
@@ -234,9 +239,11 @@ struct ebb_stats {
 
 /* Fill *stats. The caller sets stats->version = EBB_STATS_VERSION first.
  * Returns 0, or -1 with errno = EINVAL if stats is NULL or its version is 0,
- * or EDEADLK when called from a signal handler that interrupted ebb's purge
- * pass, or a snapshot or heap walk, in the same thread (the snapshot would
- * wait for it for ever).
+ * or EDEADLK when called from a signal handler that interrupted ebb in the
+ * same thread while it held, or was taking, one of ebb's locks: an allocator
+ * call (malloc, free, ...) in its slow path, a purge pass, or a snapshot or
+ * heap walk (the snapshot would wait for that lock for ever). A handler that
+ * interrupted the fast path of malloc or free holds none and gets 0.
  * Takes a few short locks (and waits for a purge pass in progress, so that it
  * never sees one half-done) and reads every segment's page descriptors
  * (microseconds per segment); it never allocates. */
@@ -309,7 +316,9 @@ typedef void (*ebb_block_visit_fn)(void *block, size_t usable_size, void *arg);
  * blocks waiting in the quarantine are not visited (the summaries count them
  * as live: ebb still holds them).
  * Returns 0, or -1 with errno = EINVAL if both callbacks are NULL, or EDEADLK
- * from a signal handler inside ebb's purge pass (as ebb_stats_get). */
+ * from a signal handler that interrupted ebb holding one of its locks in the
+ * same thread (as ebb_stats_get; in debug mode also a realloc that resizes a
+ * block in place, which the walk would wait for). */
 EBB_API int ebb_heap_walk(ebb_heap_visit_fn on_heap, ebb_block_visit_fn on_block, void *arg);
 
 /* ---------------------------------------------------------------------------
@@ -327,8 +336,9 @@ EBB_API void ebb_debug_set_context(const char *name);
  * reported like any fault (and aborts, unless EBB_DEBUG_ON_ERROR=continue).
  * Returns the number of problems found. Exact when other threads are
  * quiescent; a thread busy inside an allocator call at that moment has its
- * heap skipped. Outside debug mode, or from a signal handler inside ebb's
- * purge pass (as ebb_stats_get), checks nothing and returns 0. */
+ * heap skipped. Outside debug mode, or from a signal handler that interrupted
+ * ebb holding one of its locks (as ebb_stats_get), checks nothing and
+ * returns 0. */
 EBB_API size_t ebb_debug_verify(void);
 
 #ifdef __cplusplus

@@ -1863,7 +1863,12 @@ static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable, boo
 {
     uint8_t *p = user_of(h);
     uint32_t trace = capture(); /* before the claim: readers wait while it is held */
+    /* Readers wait out the claim as they would a lock: a handler that
+     * interrupts it must not walk the heap or report leaks at exit, which
+     * would wait for this block for ever (purge_exclusive_begin refuses). */
+    lock_count_up();
     if (!block_claim(h, DEBUG_MAGIC_LIVE, DEBUG_MAGIC_RESIZING)) {
+        lock_count_down();
         report_unheld(fault_freed[CALL_REALLOC], p, h,
                       "another thread freed the block at the same moment");
         errno = EINVAL;
@@ -1886,6 +1891,7 @@ static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable, boo
     }
     memset(p + size, CANARY_BYTE, tail_len(h, usable)); /* the padding's canary is as it was */
     atomic_store_explicit(&h->magic, DEBUG_MAGIC_LIVE ^ (uintptr_t)h, memory_order_release);
+    lock_count_down();
     return p;
 }
 

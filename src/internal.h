@@ -288,19 +288,56 @@ typedef struct lock_s {
     atomic_int held;
 } lock_t;
 #define LOCK_INIT {0}
+
+/* How many of ebb's locks this thread holds, is taking or is letting go of:
+ * raised before it asks for a lock and lowered after it dropped one (the
+ * compiler barriers keep both stores on their side of the lock's own atomic),
+ * so that a signal handler that interrupts it anywhere in between sees it.
+ * Then ebb's telemetry (ebb_stats_get, ebb_heap_walk, the reports at exit),
+ * which takes those locks, must not run in that handler: it would wait for
+ * ever for a lock its own thread holds (purge_exclusive_begin refuses).
+ * Only its own thread reads or writes it (a handler's lock calls leave it as
+ * they found it): plain TLS, no atomics, on slow paths only, like the locks.
+ * Correct across fork: the child is a copy of the forking thread, whose
+ * prepare handler raised it once per lock taken, and whose child handler
+ * releases each of those locks; a new thread starts at 0. */
+extern __thread unsigned tls_locks_held __attribute__((tls_model("initial-exec")));
+/* Around anything else that ebb's telemetry would wait for, too (debug mode's
+ * block claims that readers wait out, debug.c). */
+static inline void lock_count_up(void)
+{
+    tls_locks_held++;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+static inline void lock_count_down(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    tls_locks_held--;
+}
+
 void lock_acquire(lock_t *l);
 void lock_wake(lock_t *l);
 static inline bool lock_try_acquire(lock_t *l)
 {
     int expected = 0;
-    return atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&
-           atomic_compare_exchange_strong_explicit(&l->held, &expected, 1, memory_order_acquire,
-                                                   memory_order_relaxed);
+    lock_count_up();
+    if (atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong_explicit(&l->held, &expected, 1, memory_order_acquire,
+                                                memory_order_relaxed))
+        return true;
+    lock_count_down();
+    return false;
 }
 static inline void lock_release(lock_t *l)
 {
     if (ebb_unlikely(atomic_exchange_explicit(&l->held, 0, memory_order_release) == 2))
         lock_wake(l);
+    lock_count_down();
+}
+/* True if this thread holds (or is taking or dropping) any of ebb's locks. */
+static inline bool lock_any_held(void)
+{
+    return tls_locks_held != 0;
 }
 
 /* ---------------------------------------------------------------------------
@@ -1225,11 +1262,13 @@ void huge_for_each_cached(void (*fn)(void *start, size_t len, void *arg), void *
 void heap_for_each(void (*fn)(heap_t *h, bool paused, void *arg), void *arg, bool pause);
 void heap_counts(size_t *alive, size_t *pooled);
 /* No purge pass runs (and the scavenger quiesces no heap) until _end. False
- * (and nothing to end) when the calling thread is itself in the middle of a
- * pass or an exclusion: a signal handler that interrupted it (exit() from a
- * handler runs the reports at exit), which would wait for ever, as would any
- * allocator lock the interrupted code holds. The caller then does without
- * the snapshot or walk. */
+ * (and nothing to end) when the calling thread holds any of ebb's locks
+ * (tls_locks_held): a signal handler that interrupted it in a pass, an
+ * exclusion or an allocator call's locked section (exit() from a handler
+ * runs the reports at exit), which would wait for ever for the pass lock or
+ * for the lock the interrupted code holds. Nothing takes the pass lock while
+ * holding another (heap.c gives the order), so no other caller is refused.
+ * The caller then does without the snapshot or walk. */
 bool purge_exclusive_begin(void);
 void purge_exclusive_end(void);
 

@@ -916,7 +916,8 @@ void leak_report_at_exit(void)
     dead_stack_t dead = dead_stack_below(sp);
     if (!purge_exclusive_begin()) {
         leak_report_message("==ebb== LEAK REPORT skipped: the process is exiting from a signal "
-                            "handler that interrupted ebb's purge pass or heap snapshot\n");
+                            "handler that interrupted ebb holding a lock (an allocator call, a "
+                            "purge pass or a heap snapshot)\n");
         return;
     }
     debug_quarantine_hold(true);

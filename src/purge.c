@@ -90,28 +90,19 @@ enum { THREAD_NONE = 0, THREAD_STARTING, THREAD_RUNNING, THREAD_FAILED, THREAD_D
 static lock_t purge_lock = LOCK_INIT; /* the purge list, purge_listed, purge_busy */
 static segment_t *purge_first;
 
-static lock_t pass_lock = LOCK_INIT; /* one pass at a time */
-/* Set while this thread takes, holds or lets go of pass_lock (for a pass or
- * an exclusion): from before it asks for the lock to after it released it,
- * so that a signal handler that interrupts it anywhere in between, and
- * calls back into ebb, does not wait for the lock (purge_exclusive_begin).
- * Only its own thread reads it; volatile keeps the stores where they are
- * written, around the lock calls. */
-static __thread volatile sig_atomic_t in_pass;
+/* One pass at a time. A signal handler that interrupts this thread while it
+ * takes, holds or lets go of it (for a pass or an exclusion), and calls back
+ * into ebb, must not wait for it: tls_locks_held tells (purge_exclusive_begin). */
+static lock_t pass_lock = LOCK_INIT;
 
 static void pass_take(void)
 {
-    in_pass = 1;
     lock_acquire(&pass_lock);
 }
 
 static bool pass_try_take(void)
 {
-    in_pass = 1;
-    if (lock_try_acquire(&pass_lock))
-        return true;
-    in_pass = 0;
-    return false;
+    return lock_try_acquire(&pass_lock);
 }
 
 /* Once the lock is dropped, the blocks the pass took out of debug mode's
@@ -121,7 +112,6 @@ static bool pass_try_take(void)
 static void pass_drop(void)
 {
     lock_release(&pass_lock);
-    in_pass = 0;
     if (debug_enabled)
         debug_quarantine_after_pass();
 }
@@ -430,8 +420,11 @@ void purge_run(bool force)
 
 bool purge_exclusive_begin(void)
 {
-    if (in_pass)
-        return false; /* a handler interrupted this thread in a pass or an exclusion */
+    /* A handler interrupted this thread in a pass, an exclusion or any other
+     * locked section of ebb (an allocator call's slow path): each lock the
+     * snapshot or walk takes may be one the interrupted code holds. */
+    if (lock_any_held())
+        return false;
     pass_take();
     return true;
 }

@@ -36,8 +36,11 @@
  * 1: other sleepers may remain, and its own release must wake them. */
 #define LOCK_SPINS 100
 
+__thread unsigned tls_locks_held __attribute__((tls_model("initial-exec")));
+
 void lock_acquire(lock_t *l)
 {
+    lock_count_up(); /* before the first try: internal.h */
     for (unsigned spins = 0; spins < LOCK_SPINS; spins++) {
         int expected = 0;
         if (atomic_load_explicit(&l->held, memory_order_relaxed) == 0 &&

@@ -180,8 +180,9 @@ static void tally_segment_cb(segment_t *seg, void *arg)
  * (collecting remote frees, taking pages of idle heaps) in steps that a
  * snapshot must not see half-done, or it could not be exact when the
  * program's threads are quiescent. False, with everything 0, when called
- * from a signal handler that interrupted the calling thread's own pass
- * (purge_exclusive_begin). */
+ * from a signal handler that interrupted the calling thread while it held
+ * one of ebb's locks (purge_exclusive_begin): the locks below would wait
+ * for it for ever. */
 static bool stats_fill(struct ebb_stats *st, struct ebb_heap_summary *sum)
 {
     memset(sum, 0, sizeof *sum);
@@ -254,7 +255,7 @@ EBB_API int ebb_stats_get(struct ebb_stats *stats)
     struct ebb_stats st;
     struct ebb_heap_summary sum;
     if (!stats_fill(&st, &sum)) {
-        errno = EDEADLK; /* a handler inside this thread's own purge pass */
+        errno = EDEADLK; /* a handler inside this thread's own locked section */
         return -1;
     }
     st.version = version;
@@ -272,7 +273,7 @@ EBB_API int ebb_stats_get(struct ebb_stats *stats)
 void stats_snapshot(struct ebb_stats *st, uint64_t *segment_live_bytes)
 {
     struct ebb_heap_summary sum;
-    (void)stats_fill(st, &sum); /* all 0 from a handler inside ebb's pass */
+    (void)stats_fill(st, &sum); /* all 0 from a handler inside ebb's locked code */
     *segment_live_bytes = sum.live_bytes;
 }
 
@@ -329,7 +330,7 @@ static void stats_report(int fd, const char *when)
         text_add(&t, ", ");
         text_add(&t, when);
         text_add(&t, ": skipped, the process is exiting from a signal handler that interrupted "
-                     "ebb's purge pass or heap snapshot ==\n");
+                     "ebb holding a lock (an allocator call, a purge pass or a heap snapshot) ==\n");
         text_flush(&t);
         return;
     }

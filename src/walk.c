@@ -170,7 +170,7 @@ EBB_API int ebb_heap_walk(ebb_heap_visit_fn on_heap, ebb_block_visit_fn on_block
      * purge exclusion makes walks one at a time. */
     static walk_t w ebb_cold_bss;
     if (!purge_exclusive_begin()) {
-        errno = EDEADLK; /* a handler inside this thread's own purge pass */
+        errno = EDEADLK; /* a handler inside this thread's own locked section */
         return -1;
     }
     w = (walk_t){.on_heap = on_heap, .on_block = on_block, .arg = arg, .all_exact = true};

@@ -772,9 +772,9 @@ else
         grep -q "^exit from the handler$" "$TMP/eh.out" ||
             { fail "$run: the handler should have run during the trim's pass"; show "$TMP/eh.out"; continue; }
         if [ "$run" = EBB_STATS=1 ]; then
-            want="^== ebb stats: pid [0-9]*, at exit: skipped, the process is exiting from a signal handler that interrupted ebb's purge pass or heap snapshot ==$"
+            want="^== ebb stats: pid [0-9]*, at exit: skipped, the process is exiting from a signal handler that interrupted ebb holding a lock (an allocator call, a purge pass or a heap snapshot) ==$"
         else
-            want="^==ebb== LEAK REPORT skipped: the process is exiting from a signal handler that interrupted ebb's purge pass or heap snapshot$"
+            want="^==ebb== LEAK REPORT skipped: the process is exiting from a signal handler that interrupted ebb holding a lock (an allocator call, a purge pass or a heap snapshot)$"
         fi
         grep -q "$want" "$TMP/eh.err" || { fail "$run: expected the report's skipped line"; show "$TMP/eh.err"; }
     done

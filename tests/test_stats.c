@@ -907,6 +907,221 @@ static void mallinfo2_reports_what_is_in_use(void)
 #endif /* !STATS_EBB_NAMES */
 
 #ifndef STATS_EBB_NAMES
+/* ---------------------------------------------------------------------------
+ * Telemetry from a signal handler that interrupted ebb holding a lock.
+ * Review finding (/tmp/rev-stats: sig_deadlock.c, sig_quick_exit.c): a
+ * handler that interrupted malloc or free and called ebb_stats_get waited for
+ * ever for the lock the interrupted call held (huge_lock, in huge_free), and
+ * so did exit() or quick_exit() from such a handler with EBB_STATS=1 (the
+ * report at exit). Only a handler inside ebb's purge pass was told EDEADLK.
+ *
+ * The interruption is made deterministic here: this program's own mmap, which
+ * ebb's calls reach (the executable's definition comes before the C
+ * library's), raises SIGUSR2 in a thread that armed it. ebb maps each new
+ * region of segments holding its region lock (segment.c,
+ * segment_from_region), a lock the snapshot takes too; a run of 1 MiB blocks
+ * (three to a segment) soon needs a new region.
+ * ------------------------------------------------------------------------- */
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+extern char **environ;
+
+static __thread bool mmap_raises; /* this thread's next mmap raises SIGUSR2 */
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (mmap_raises)
+        raise(SIGUSR2);
+    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+/* Written by the handler, read by the child's main flow after it (and by the
+ * parent: the memory is shared). */
+typedef struct {
+    atomic_long calls, ok, edeadlk, other;
+    atomic_int last_rc, last_errno;
+} handler_results_t;
+static handler_results_t *handler_results;
+
+static void handler_count(int rc, int err)
+{
+    handler_results_t *r = handler_results;
+    atomic_fetch_add(&r->calls, 1);
+    if (rc == 0) {
+        atomic_fetch_add(&r->ok, 1);
+    } else if (rc == -1 && err == EDEADLK) {
+        atomic_fetch_add(&r->edeadlk, 1);
+    } else {
+        atomic_fetch_add(&r->other, 1);
+        atomic_store(&r->last_rc, rc);
+        atomic_store(&r->last_errno, err);
+    }
+}
+
+static void ignore_summary(const struct ebb_heap_summary *h, void *arg)
+{
+    (void)h;
+    (void)arg;
+}
+
+static void telemetry_in_handler(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    errno = 0;
+    int rc = ebb_stats_get(&st);
+    handler_count(rc, errno);
+    errno = 0;
+    rc = ebb_heap_walk(ignore_summary, NULL, NULL);
+    handler_count(rc, errno);
+    errno = saved;
+}
+
+/* 1 MiB blocks (kept) until the handler was refused `until_refused` times or
+ * 300 blocks were taken: about 100 segments, several new regions. */
+static void allocate_until_refused(long until_refused)
+{
+    static void *blocks[300];
+    mmap_raises = true;
+    size_t n = 0;
+    while (n < 300 && atomic_load(&handler_results->edeadlk) < until_refused)
+        blocks[n++] = malloc(MiB);
+    mmap_raises = false;
+    while (n > 0)
+        free(blocks[--n]);
+}
+
+static void telemetry_from_a_handler_inside_a_locked_allocator_call_gets_edeadlk(void)
+{
+    handler_results = mmap(NULL, sizeof *handler_results, PROT_READ | PROT_WRITE,
+                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(handler_results != MAP_FAILED, "mmap of the shared results failed");
+    memset(handler_results, 0, sizeof *handler_results);
+    fflush(stdout);
+    /* In a child: before the fix it hung for good. */
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork failed");
+    if (pid == 0) {
+        struct sigaction sa = {.sa_handler = telemetry_in_handler};
+        sigaction(SIGUSR2, &sa, NULL);
+        allocate_until_refused(2); /* both calls of one interruption */
+        /* And outside any allocator call, the same calls answer. */
+        telemetry_in_handler(0);
+        _exit(0);
+    }
+    int status;
+    bool ended = check_wait_child(pid, &status, 30);
+    handler_results_t *r = handler_results;
+    printf("    info: %ld calls from the handler: %ld returned 0, %ld EDEADLK\n",
+           atomic_load(&r->calls), atomic_load(&r->ok), atomic_load(&r->edeadlk));
+    CHECK(ended, "the child should end; it hung in a handler's ebb_stats_get or ebb_heap_walk "
+                 "(%ld calls returned so far) and was killed after 30 s", atomic_load(&r->calls));
+    if (ended)
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the child should exit 0; status 0x%x", status);
+    CHECK(atomic_load(&r->other) == 0,
+          "every call from the handler should return 0 or -1 with EDEADLK; %ld did not "
+          "(last: %d, errno %d)", atomic_load(&r->other), atomic_load(&r->last_rc),
+          atomic_load(&r->last_errno));
+    CHECK(atomic_load(&r->edeadlk) >= 2,
+          "the handler inside the mapping of a new segment region (region lock held) should "
+          "get EDEADLK from both calls; %ld did", atomic_load(&r->edeadlk));
+    CHECK(atomic_load(&r->ok) >= 2, "both calls outside any allocator call should return 0; "
+                                    "%ld calls did", atomic_load(&r->ok));
+    munmap(handler_results, sizeof *handler_results);
+}
+
+/* The child's side of the next case: exit (or quick_exit) from the handler
+ * of an mmap made under ebb's region lock (told by ebb_stats_get's EDEADLK). */
+static bool exit_quickly;
+
+static void exit_in_handler(int sig)
+{
+    (void)sig;
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    if (ebb_stats_get(&st) == 0)
+        return; /* not inside a lock: keep going */
+    static const char msg[] = "exit from the handler\n";
+    if (write(1, msg, sizeof msg - 1) < 0)
+        _exit(3);
+    if (exit_quickly)
+        quick_exit(0);
+    exit(0);
+}
+
+static int child_exit_from_a_handler_inside_a_locked_call(bool quick)
+{
+    exit_quickly = quick;
+    static handler_results_t unused;
+    handler_results = &unused;
+    struct sigaction sa = {.sa_handler = exit_in_handler};
+    sigaction(SIGUSR2, &sa, NULL);
+    allocate_until_refused(1);
+    return 4; /* the handler never exited */
+}
+
+static void exit_from_a_handler_inside_a_locked_call_skips_the_stats_report(void)
+{
+    char path[] = "/tmp/ebb_test_stats_XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0, "mkstemp failed");
+    unlink(path);
+    /* This environment with EBB_STATS=1 (and no report file). */
+    size_t n_env = 0;
+    while (environ[n_env])
+        n_env++;
+    char **envp = calloc(n_env + 2, sizeof *envp);
+    REQUIRE(envp != NULL, "calloc failed");
+    size_t k = 0;
+    for (size_t i = 0; i < n_env; i++) {
+        if (strncmp(environ[i], "EBB_STATS", 9) != 0 && strncmp(environ[i], "CHECK_ONLY=", 11) != 0)
+            envp[k++] = environ[i];
+    }
+    envp[k++] = (char *)"EBB_STATS=1";
+    envp[k] = NULL;
+    const char *modes[] = {"--exit-in-handler", "--quick-exit-in-handler"};
+    for (int m = 0; m < 2; m++) {
+        REQUIRE(ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0, "truncating the output failed");
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, fd, 1);
+        posix_spawn_file_actions_adddup2(&fa, fd, 2);
+        char *argv[] = {(char *)"test_stats", (char *)modes[m], NULL};
+        fflush(stdout);
+        pid_t pid;
+        int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        REQUIRE(rc == 0, "posix_spawn failed: %d", rc);
+        int status;
+        bool ended = check_wait_child(pid, &status, 30);
+        static char out[16384];
+        ssize_t len = pread(fd, out, sizeof out - 1, 0);
+        out[len > 0 ? len : 0] = '\0';
+        CHECK(ended, "%s: the child should exit; it hung (in the report at exit?) and was "
+                     "killed after 30 s. Its output:\n%s", modes[m], out);
+        if (!ended)
+            continue;
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "%s: the child should exit 0 from its handler; status 0x%x. Its output:\n%s",
+              modes[m], status, out);
+        CHECK(strstr(out, "exit from the handler\n") != NULL,
+              "%s: the handler should have run inside ebb's region lock. Its output:\n%s",
+              modes[m], out);
+        CHECK(strstr(out, ", at exit: skipped, the process is exiting from a signal handler that "
+                          "interrupted ebb holding a lock (an allocator call, a purge pass or a "
+                          "heap snapshot) ==\n") != NULL,
+              "%s: the EBB_STATS report should say it was skipped. Its output:\n%s", modes[m],
+              out);
+    }
+    free(envp);
+    close(fd);
+}
+#endif /* !STATS_EBB_NAMES */
+
+#ifndef STATS_EBB_NAMES
 /* Exact counts compare two snapshots with nothing else allocating between
  * them; but the C library allocates too: stdout's buffer, and a new thread's
  * TLS vector (the first time a thread stack is created, and when ebb's
@@ -931,8 +1146,17 @@ static void settle_the_c_library(void)
 }
 #endif
 
-int main(void)
+int main(int argc, char **argv)
 {
+#ifndef STATS_EBB_NAMES
+    if (argc == 2 && strcmp(argv[1], "--exit-in-handler") == 0)
+        return child_exit_from_a_handler_inside_a_locked_call(false);
+    if (argc == 2 && strcmp(argv[1], "--quick-exit-in-handler") == 0)
+        return child_exit_from_a_handler_inside_a_locked_call(true);
+#else
+    (void)argc;
+    (void)argv;
+#endif
     setvbuf(stdout, NULL, _IOLBF, 0);
     debug_mode = snapshot().debug_mode != 0;
     printf("    info: %s mode\n", debug_mode ? "debug" : "release");
@@ -946,6 +1170,8 @@ int main(void)
     RUN_CASE(committed_bytes_cover_resident_slices_that_new_pages_reuse);
     RUN_CASE(mallinfo2_reports_what_is_in_use);
     RUN_CASE(malloc_info_writes_xml_and_answers_bad_options_as_glibc);
+    RUN_CASE(telemetry_from_a_handler_inside_a_locked_allocator_call_gets_edeadlk);
+    RUN_CASE(exit_from_a_handler_inside_a_locked_call_skips_the_stats_report);
 #endif
     RUN_CASE(live_bytes_return_to_start_after_a_concurrent_stress);
     return check_finish();
