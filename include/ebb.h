@@ -257,7 +257,7 @@ enum ebb_heap_kind {
     EBB_HEAP_THREAD = 1,    /* a live thread's heap */
     EBB_HEAP_ABANDONED = 2, /* segments of exited threads, not yet reclaimed */
     EBB_HEAP_HUGE = 3,      /* huge blocks (no thread owns them) */
-    EBB_HEAP_TOTAL = 4      /* the sum of all of the above: the last summary */
+    EBB_HEAP_TOTAL = 4      /* the whole process: the last summary (below) */
 };
 
 struct ebb_class_summary {
@@ -274,12 +274,16 @@ struct ebb_heap_summary {
     uint32_t kind;    /* enum ebb_heap_kind */
     uint64_t thread;  /* an id of the owner thread (its thread pointer); 0 if none */
     uint64_t segments;
-    uint64_t committed_bytes;  /* as in ebb_stats */
+    uint64_t committed_bytes;  /* what these segments and huge blocks account
+                                  for in ebb_stats' committed_bytes (which
+                                  also counts the heaps' metadata and the
+                                  huge cache) */
     uint64_t live_bytes;
     uint64_t live_blocks;
     uint64_t page_free_bytes;
     uint64_t xthread_pending_bytes;
-    uint64_t purgeable_bytes;  /* as in ebb_stats (free slices not purged yet) */
+    uint64_t purgeable_bytes;  /* free slices not purged yet (ebb_stats' also
+                                  counts the huge cache's) */
     uint64_t free_slice_bytes; /* free slices in the segments (purged or not) */
     uint64_t largest_free_run; /* bytes of the largest run of free slices in one
                                   segment: the largest block it can serve
@@ -303,6 +307,14 @@ typedef void (*ebb_block_visit_fn)(void *block, size_t usable_size, void *arg);
  * summary per thread heap, one for abandoned segments and one for huge blocks
  * (when there are any), then the EBB_HEAP_TOTAL summary. on_block (may be NULL)
  * gets every live block, before its heap's summary.
+ * EBB_HEAP_TOTAL is a tally of its own, made after the others without pausing
+ * anyone: every segment ebb holds (the thread heaps', the abandoned ones, and
+ * the cached ones: entirely free, kept for reuse, in no other summary) and the
+ * live huge blocks. Its live bytes and blocks and its class table are those
+ * of ebb_stats, and the sum of the other summaries' when the threads are
+ * quiescent; its segments are ebb_stats' segments (cached ones included), and
+ * its segments, free_slice_bytes, purgeable_bytes and committed_bytes exceed
+ * the other summaries' sum by what the cached segments hold.
  * Consistency: each heap is summarized under its lock, so its pages cannot
  * change kind; counts are exact when its owner is quiescent. To visit blocks
  * the walk pauses each owner (the owner's next allocator call waits until its

@@ -14,7 +14,8 @@
  *      reclaim one meanwhile);
  *   3. the huge blocks, under the huge lock (none can be freed or moved);
  *   4. the whole process: every segment (cached ones too) and the huge blocks,
- *      summarized without pausing anyone.
+ *      summarized without pausing anyone (a tally of its own, not the sum of
+ *      1-3: cached segments are in no heap; include/ebb.h says what it counts).
  * A live block is a carved block that is neither on its page's free list nor
  * on its remote-free list. Remote frees keep arriving during the walk (only at
  * a list's head, so the part already read stays valid); a block freed that

@@ -425,7 +425,7 @@ static struct {
     size_t seen_count;
     bool overflow;
     struct ebb_heap_summary total;
-    struct ebb_heap_summary parts_sum; /* live bytes/blocks over the non-total summaries */
+    struct ebb_heap_summary parts_sum; /* live bytes/blocks, segments over the non-total summaries */
     int thread_heaps, abandoned, huge, totals;
     bool total_last_ok;
 } wk;
@@ -453,6 +453,7 @@ static void wk_heap(const struct ebb_heap_summary *h, void *arg)
     wk.total_last_ok = false;
     wk.parts_sum.live_bytes += h->live_bytes;
     wk.parts_sum.live_blocks += h->live_blocks;
+    wk.parts_sum.segments += h->segments;
     wk.thread_heaps += h->kind == EBB_HEAP_THREAD;
     wk.abandoned += h->kind == EBB_HEAP_ABANDONED;
     wk.huge += h->kind == EBB_HEAP_HUGE;
@@ -833,6 +834,60 @@ static void committed_bytes_cover_resident_slices_that_new_pages_reuse(void)
           (unsigned long long)reuse.worker_sum.committed_bytes);
 }
 
+/* Review finding (/tmp/rev-stats/repro/walk_total.c): include/ebb.h called
+ * EBB_HEAP_TOTAL "the sum of all of the above", but it tallies every segment
+ * ebb holds, the cached ones (entirely free, in no heap) too, which no other
+ * summary has; and its committed_bytes was said to be "as in ebb_stats",
+ * which also counts the heaps' metadata and the huge cache. ebb.h now says
+ * what TOTAL counts: this pins it down. Segments emptied by their owner go to
+ * the segment cache; the walk is bracketed by two snapshots that agree on
+ * the segment counts (else the scavenger moved something: try again). */
+static void walk_total_counts_cached_segments_that_no_other_summary_has(void)
+{
+    enum { N = 30 }; /* 1 MiB blocks, three to a segment: ten segments */
+    static void *blocks[N];
+    for (int i = 0; i < N; i++)
+        blocks[i] = malloc(MiB);
+    for (int i = 0; i < N; i++)
+        free(blocks[i]);
+    bool compared = false;
+    for (int attempt = 0; attempt < 20 && !compared; attempt++) {
+        struct ebb_stats before = snapshot();
+        wk_reset();
+        int rc = ebb_heap_walk(wk_heap, NULL, NULL);
+        struct ebb_stats after = snapshot();
+        REQUIRE(rc == 0, "ebb_heap_walk returned %d", rc);
+        if (before.segments != after.segments || before.segments_cached != after.segments_cached)
+            continue;
+        compared = true;
+        if (before.segments_cached == 0) {
+            SKIP_CHECK("no cached segment after freeing %d MiB (the scavenger gave them back "
+                       "already): TOTAL's extra segments not checked", N);
+        }
+        CHECK(wk.total.segments == before.segments,
+              "TOTAL counts every segment, as ebb_stats does: %llu, expected %llu",
+              (unsigned long long)wk.total.segments, (unsigned long long)before.segments);
+        CHECK(wk.total.segments == wk.parts_sum.segments + before.segments_cached,
+              "TOTAL's segments are the other summaries' (%llu) and the cached ones (%llu); "
+              "got %llu", (unsigned long long)wk.parts_sum.segments,
+              (unsigned long long)before.segments_cached, (unsigned long long)wk.total.segments);
+        CHECK(wk.total.committed_bytes + before.huge_cached_bytes <= before.committed_bytes,
+              "TOTAL's committed bytes (%llu) leave out the huge cache (%llu) and the heaps' "
+              "metadata that ebb_stats counts (%llu in all)",
+              (unsigned long long)wk.total.committed_bytes,
+              (unsigned long long)before.huge_cached_bytes,
+              (unsigned long long)before.committed_bytes);
+        CHECK(wk.total.live_bytes == wk.parts_sum.live_bytes &&
+                  wk.total.live_blocks == wk.parts_sum.live_blocks,
+              "TOTAL's live bytes and blocks are the other summaries' sum: %llu/%llu, "
+              "expected %llu/%llu", (unsigned long long)wk.total.live_bytes,
+              (unsigned long long)wk.total.live_blocks,
+              (unsigned long long)wk.parts_sum.live_bytes,
+              (unsigned long long)wk.parts_sum.live_blocks);
+    }
+    CHECK(compared, "20 walks, each with the segment counts changing around it");
+}
+
 /* glibc's malloc_info: the XML it writes is one <malloc> element, and options
  * other than 0 get EINVAL as the return value, errno untouched, as glibc
  * answers (review finding: -1 with errno = EINVAL). */
@@ -1168,6 +1223,7 @@ int main(int argc, char **argv)
     RUN_CASE(walk_agrees_with_snapshot_and_visits_every_live_block);
     RUN_CASE(walk_visits_blocks_of_a_wide_page_taken_by_16_byte_blocks);
     RUN_CASE(committed_bytes_cover_resident_slices_that_new_pages_reuse);
+    RUN_CASE(walk_total_counts_cached_segments_that_no_other_summary_has);
     RUN_CASE(mallinfo2_reports_what_is_in_use);
     RUN_CASE(malloc_info_writes_xml_and_answers_bad_options_as_glibc);
     RUN_CASE(telemetry_from_a_handler_inside_a_locked_allocator_call_gets_edeadlk);
