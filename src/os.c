@@ -481,7 +481,7 @@ int os_gettid(void)
  * be closed under us by a program that closes every descriptor, and its
  * number given to a file we would then write into.
  * ------------------------------------------------------------------------- */
-static atomic_bool vm_readv_refused; /* process_vm_readv answered other than EFAULT */
+static atomic_bool vm_readv_refused ebb_cold_bss; /* process_vm_readv answered other than EFAULT */
 
 /* The pipe's way, from a read that failed at from + 0. */
 static ssize_t read_own_by_pipe(uint8_t *to, const uint8_t *from, size_t n)

@@ -848,10 +848,10 @@ static void cache_store(const capture_t *c, int n, uint32_t id)
  *      are libgcc's walks from then on (slower, never stuck); its fault
  *      reports find modules with _dl_find_object (trace_print).
  * ------------------------------------------------------------------------- */
-static atomic_ullong unloads_seen; /* dlpi_subs when the tables were last emptied */
-static atomic_int unload_checks;   /* threads inside the check's dl_iterate_phdr */
-static atomic_bool fork_waiting;   /* trace_fork_prepare .. trace_fork_done */
-static atomic_bool forked_child;   /* this process is a fork's child (step 4) */
+static atomic_ullong unloads_seen ebb_cold_bss; /* dlpi_subs when the tables were last emptied */
+static atomic_int unload_checks ebb_cold_bss;   /* threads inside the check's dl_iterate_phdr */
+static atomic_bool fork_waiting ebb_cold_bss;   /* trace_fork_prepare .. trace_fork_done */
+static atomic_bool forked_child ebb_cold_bss;   /* this process is a fork's child (step 4) */
 
 static int unloads_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -1015,10 +1015,10 @@ typedef struct trace_entry_s {
 static lock_t registry_lock = LOCK_INIT;
 static uint32_t buckets[TRACE_BUCKETS] ebb_cold_bss;
 static uint8_t *chunks[TRACE_CHUNKS] ebb_cold_bss;
-static size_t chunk_count, chunk_used;
-static atomic_size_t registry_bytes;   /* entries stored (their chunks' used part) */
-static atomic_size_t raw_bytes;        /* 8 bytes per frame of every trace interned */
-static atomic_size_t traces_interned;
+static size_t chunk_count ebb_cold_bss, chunk_used ebb_cold_bss;
+static atomic_size_t registry_bytes ebb_cold_bss; /* entries stored (their chunks' used part) */
+static atomic_size_t raw_bytes ebb_cold_bss;      /* 8 bytes per frame of every trace interned */
+static atomic_size_t traces_interned ebb_cold_bss;
 
 static size_t encode(const uintptr_t *pcs, int n, uint8_t *out)
 {
