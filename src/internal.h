@@ -810,6 +810,8 @@ static inline bool os_single_threaded(void)
 }
 /* False once the thread `tid` of this process has exited. */
 bool os_thread_alive(int tid);
+/* The threads of this process now (/proc/self/stat), -1 if unreadable. */
+int os_thread_count(void);
 /* Debug mode's leak report: the registers of every other thread of the
  * process but those named `skip_name`, as a signal found them (os.c, "Other
  * threads' registers", says how, which registers, and what it costs the

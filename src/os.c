@@ -544,6 +544,28 @@ int os_peek_byte(const void *p, uint8_t *out)
     return got < 0 ? -1 : (int)got;
 }
 
+int os_thread_count(void)
+{
+    /* /proc/self/stat's 20th field; the 2nd, the command name in
+     * parentheses, may hold spaces and parentheses itself: count from the
+     * last ')'. */
+    char buf[1024];
+    size_t n = os_read_file("/proc/self/stat", buf, sizeof buf - 1);
+    if (n == 0)
+        return -1;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    if (p == NULL)
+        return -1;
+    for (int field = 2; field < 20; field++) { /* p is at field 2's end */
+        p = strchr(p + 1, ' ');
+        if (p == NULL)
+            return -1;
+    }
+    long count = strtol(p + 1, NULL, 10);
+    return count > 0 && count <= INT_MAX ? (int)count : -1;
+}
+
 bool os_thread_alive(int tid)
 {
     int saved = errno;

@@ -645,12 +645,12 @@ static bool fast_walk(capture_t *c)
  * does not check for unloaded code (a miss does, below, and empties the
  * cache): a library unloaded and another loaded in its place with a call at
  * the very same return address, reached at the very same stack address,
- * would be replayed by the first library's rules until the next miss. In a
- * forked child no miss checks (step 4 below), so the entries it inherited
- * keep serving it for good: the same holds there until the child exits. A
+ * would be replayed by the first library's rules until the next miss. A
  * replay step never goes more than FRAME_MAX above the previous frame, but a
- * wrong rule could still send it past its stack's top; that needs the two
- * libraries above, which no test here has made happen.
+ * wrong rule can send it past its stack's top (a SIGSEGV). In a forked child
+ * no miss can check (step 4 below), so the cache is dropped there: a review
+ * made the two libraries, and a child that swapped them got a wrong trace
+ * from the inherited entries, or the SIGSEGV (2026-12-05).
  * x86-64 only (elsewhere the return address is not kept at CFA - 8).
  *
  * Entries are written under cache_lock with a sequence count (odd while
@@ -689,14 +689,18 @@ typedef struct cache_entry_s {
 static cache_entry_t *cache;
 static lock_t cache_lock = LOCK_INIT;
 
+static size_t cache_map_bytes(void)
+{
+    return (CACHE_ENTRIES * sizeof(cache_entry_t) + os_info.page_size - 1) &
+           ~(os_info.page_size - 1);
+}
+
 void trace_cache_init(void)
 {
     if (os_info.static_exe)
         atomic_store_explicit(&unwinder_ok, false, memory_order_relaxed);
 #if defined(__x86_64__)
-    size_t bytes = (CACHE_ENTRIES * sizeof(cache_entry_t) + os_info.page_size - 1) &
-                   ~(os_info.page_size - 1);
-    cache = os_map_aligned(bytes, os_info.page_size, 0); /* NULL: no cache */
+    cache = os_map_aligned(cache_map_bytes(), os_info.page_size, 0); /* NULL: no cache */
     rules_init();
 #endif
 }
@@ -841,17 +845,25 @@ static void cache_store(const capture_t *c, int n, uint32_t id)
  *   3. A capture that skipped the check does not use the rule table (it may
  *      be stale): libgcc's unwinder walks, which finds FDEs without a lock
  *      (_dl_find_object).
- *   4. In a forked child every check is skipped, for good: another thread of
- *      the parent may have held the loader's lock at the fork (inside
- *      dl_iterate_phdr, dlopen or dlclose), and the child inherits it held
- *      by no one. A child's captures that the capture cache does not serve
- *      are libgcc's walks from then on (slower, never stuck); its fault
- *      reports find modules with _dl_find_object (trace_print).
+ *   4. In a forked child every check is skipped, for good, and the capture
+ *      cache dropped, unless the parent had no thread but the forking one
+ *      and ebb's scavenger (which never enters the loader but through step
+ *      2) when trace_fork_prepare counted them: another thread of the parent
+ *      may have held the loader's lock at the fork (inside dl_iterate_phdr,
+ *      dlopen or dlclose), and the child inherits it held by no one. Such a
+ *      child's captures are libgcc's walks from then on (slower, never
+ *      stuck: a python run in debug mode took 14x its parent's time); its
+ *      fault reports find modules with _dl_find_object (trace_print). The
+ *      count cannot be overtaken: with no other program thread, no thread
+ *      can be started between the count and the fork. (A fork from inside a
+ *      dl_iterate_phdr callback would still leave the lock held: not
+ *      covered.)
  * ------------------------------------------------------------------------- */
 static atomic_ullong unloads_seen ebb_cold_bss; /* dlpi_subs when the tables were last emptied */
 static atomic_int unload_checks ebb_cold_bss;   /* threads inside the check's dl_iterate_phdr */
 static atomic_bool fork_waiting ebb_cold_bss;   /* trace_fork_prepare .. trace_fork_done */
 static atomic_bool forked_child ebb_cold_bss;   /* this process is a fork's child (step 4) */
+static bool fork_alone ebb_cold_bss; /* trace_fork_prepare .. child: no other program thread */
 
 static int unloads_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -920,6 +932,13 @@ void trace_fork_prepare(void)
     atomic_store(&fork_waiting, true);
     while (atomic_load(&unload_checks) != 0)
         sched_yield();
+    /* Step 4: only debug mode keeps anything by address, and only it pays
+     * for reading the count (a file read a fork). */
+    fork_alone = false;
+    if (rules != NULL || cache != NULL) {
+        int threads = os_thread_count();
+        fork_alone = threads > 0 && threads - 1 - (purge_thread_running() ? 1 : 0) == 0;
+    }
 }
 
 void trace_fork_done(void)
@@ -929,7 +948,18 @@ void trace_fork_done(void)
 
 void trace_fork_child(void)
 {
+    if (fork_alone) { /* step 4: the loader's lock was free at the fork */
+        trace_fork_done();
+        return;
+    }
     atomic_store_explicit(&forked_child, true, memory_order_relaxed);
+    /* No unload can be seen from here on (step 4), so no cache entry can be
+     * trusted ("The capture cache"): the child's captures are libgcc's
+     * walks. This thread is the child's only one, between captures. */
+    if (cache != NULL) {
+        os_unmap(cache, cache_map_bytes());
+        cache = NULL;
+    }
     trace_fork_done();
 }
 

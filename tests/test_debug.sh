@@ -615,6 +615,31 @@ n=$(awk '/^  allocated at:/ { getline; print }' "$TMP/rep.err" | grep -c " in al
 [ "$n" -eq 15 ] || fail "every report's allocation trace should start in allocate_victim ($n of 15 do)"
 end_case
 
+# Review finding: a forked child kept using the capture cache it inherited,
+# which no unload check can keep true there. A child that swapped a plugin
+# for another at the same address (capture_cache_in_forked_child.c) got the
+# first plugin's frames, or a SIGSEGV inside ebb replaying the first's rbp
+# rule on the second's scratch rbp. The child's trace must name the second
+# plugin's inner() and entry().
+# Twice: a parent alone (its child keeps the cache and checks for unloads)
+# and one with a second thread (its child drops the cache).
+begin_case a_forked_child_that_swaps_a_library_gets_its_own_trace
+for mode in alone threaded; do
+    timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off \
+        "$D/capture_cache_in_forked_child" "$BUILD/tests" $mode >/dev/null 2>"$TMP/ccf.err"
+    rc=$?
+    [ $rc -eq 0 ] || { fail "$mode: the child should end normally (exit 0); got $rc"; show "$TMP/ccf.err"; }
+    [ "$(grep -c '^--- libswap_plugin_.* at ' "$TMP/ccf.err")" -eq 2 ] &&
+        [ "$(grep '^--- libswap_plugin_' "$TMP/ccf.err" | awk '{ print $4 }' | sort -u | wc -l)" -eq 1 ] ||
+        fail "$mode: the second plugin should load where the first was (else this checks nothing)"
+    child=$(sed -n '/^--- libswap_plugin_second/,$p' "$TMP/ccf.err" |
+        awk '/allocated at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t && /#[0-9]/' | head -n 2)
+    echo "$child" | head -n 1 | grep -q ' in inner+.*libswap_plugin_second.so)$' &&
+        echo "$child" | sed -n 2p | grep -q ' in entry+.*libswap_plugin_second.so)$' ||
+        { fail "$mode: the child's allocation trace should start inner, entry (second plugin)"; show "$TMP/ccf.err"; }
+done
+end_case
+
 # Review findings: the kept frames were found by address and load bias only,
 # so a library loaded where an unloaded one was got the first one's names
 # (report_after_library_swap.c); and a frame found in the kept ones could be
