@@ -15,7 +15,11 @@
  *     asks once more; the calling thread's heap then frees its empty pages
  *     and collects what other threads freed into its pages, and in debug mode
  *     the quarantine and the reuse cache are emptied (their blocks checked as
- *     usual), before a last try. A request larger than the address space or
+ *     usual), before another try; last, everything is collected as
+ *     ebb_collect(true) does (the pages of idle and exited threads, and the
+ *     blocks freed into them, included) and the request tried once more,
+ *     unless the calling thread is inside ebb's own locked code (a signal
+ *     handler that interrupted an allocator call). A request larger than the address space or
  *     than RLIMIT_AS fails without giving anything back: it could not help.
  *     So does a block larger than RAM and swap together under Linux's default
  *     overcommit policy (vm.overcommit_memory = 0), which refuses one such

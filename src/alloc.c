@@ -136,10 +136,46 @@ static void *alloc_generic(size_t size, size_t alignment, bool zero)
     return alloc_generic_in(heap, size, alignment, zero);
 }
 
+/* The failure contract (SPEC): before a request fails, what ebb holds that
+ * could serve it goes back. Each mapping site gives back the caches when the
+ * OS refuses (purge_release_caches), which does not reach the blocks other
+ * threads freed into pages of heaps now idle or gone, nor the empty pages
+ * those heaps keep: only a forced collection does, acting for their owners
+ * (review finding: under RLIMIT_AS, malloc(200 MiB) failed after another
+ * thread's 280 MiB of blocks had all been freed, and succeeded after
+ * malloc_trim(0)). So once per failed request everything is collected, as
+ * ebb_collect(true) does, and the request is tried again. Not while this
+ * thread holds a lock of ebb's (the collection takes the heaps' locks; a
+ * caller inside a locked section gets its NULL), nor for a request no
+ * mapping could serve. */
+static bool alloc_collect_before_failing(size_t size)
+{
+    if (lock_any_held() || !os_size_mappable(size))
+        return false;
+    int saved_errno = errno;
+    ebb_collect(true);
+    errno = saved_errno;
+    return true;
+}
+
+static void *alloc_generic_try(heap_t *heap, size_t size, size_t alignment, bool zero, bool *fresh);
+
 /* alloc_generic_in, and with `fresh` (not NULL; `zero` false): whether the
  * block reads as zero without being cleared (pages the OS just mapped or
  * purged), for a caller that clears only part of the block itself. */
 static void *alloc_generic_at(heap_t *heap, size_t size, size_t alignment, bool zero, bool *fresh)
+{
+    int saved_errno = errno;
+    void *p = alloc_generic_try(heap, size, alignment, zero, fresh);
+    if (ebb_unlikely(p == NULL) && alloc_collect_before_failing(size)) {
+        p = alloc_generic_try(heap, size, alignment, zero, fresh);
+        if (p != NULL)
+            errno = saved_errno; /* served: the first refusal is not the caller's */
+    }
+    return p;
+}
+
+static void *alloc_generic_try(heap_t *heap, size_t size, size_t alignment, bool zero, bool *fresh)
 {
     if (fresh)
         *fresh = false;
@@ -226,6 +262,11 @@ void *alloc_malloc_slow(size_t size)
         void *p = page_alloc_slow(heap, cls);
         if (ebb_likely(p != NULL))
             return p;
+        int saved_errno = errno;
+        if (alloc_collect_before_failing(size) && (p = page_alloc_slow(heap, cls)) != NULL) {
+            errno = saved_errno;
+            return p;
+        }
         errno = ENOMEM;
         return NULL;
     }

@@ -1033,6 +1033,93 @@ static void blocks_freed_by_another_thread_are_collected_before_a_request_fails(
                     "huge blocks");
 }
 
+/* Review finding (B1, oom_remote.c): the blocks of a thread that allocated
+ * and then went idle, or exited, all freed by another thread, did not serve
+ * that thread's request when the OS refused it: malloc(200 MiB) failed
+ * under RLIMIT_AS where glibc's succeeded, and succeeded after
+ * malloc_trim(0). A refused request gave back the caches and its own heap's
+ * pages only; the freed blocks sat in the idle (or dead) owner's pages. The
+ * owner thread exists before the limit is set (its stack), allocates 20,000-
+ * byte blocks until none fits, and then sleeps (`owner_exits` 0) or exits
+ * (1); main frees them all and asks for most of that address space in one
+ * block, and again in 100 KiB blocks. */
+static int owner_exits;
+static atomic_int owner_state; /* 0 wait, 1 allocate, 2 allocated, 3 may exit */
+static size_t owner_count;
+
+static void *allocate_then_idle(void *arg)
+{
+    (void)arg;
+    while (atomic_load(&owner_state) != 1)
+        usleep(1000);
+    owner_count = fill_blocks(20000, PTR_CAP, 11);
+    atomic_store(&owner_state, 2);
+    if (owner_exits)
+        return NULL;
+    while (atomic_load(&owner_state) != 3)
+        usleep(1000); /* alive, and no allocator call: its heap is idle */
+    return NULL;
+}
+
+static int idle_owner_child(void)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, allocate_then_idle, NULL) != 0) {
+        fprintf(stderr, "    child: pthread_create failed\n");
+        return 2;
+    }
+    if (limit_address_space(300) < 0)
+        return 2;
+    atomic_store(&owner_state, 1);
+    while (atomic_load(&owner_state) != 2)
+        usleep(1000);
+    if (owner_exits)
+        pthread_join(t, NULL);
+    size_t owned = owner_count * 20000;
+    for (size_t i = 0; i < owner_count; i++)
+        ebb_free(ptrs[i]);
+    size_t want = owned / 4 * 3;
+    errno = 0;
+    void *big = ebb_malloc(want);
+    int err = errno;
+    int bad = 0;
+    if (owned < 200 * MiB) {
+        fprintf(stderr, "    child: the owner fitted only %zu bytes under the limit\n", owned);
+        bad = 2;
+    } else if (big == NULL || err != 0) {
+        fprintf(stderr, "    child: %s owner's %zu x 20000 bytes freed by main, then malloc(%zu): "
+                "%p, errno %d; expected a block with errno untouched\n",
+                owner_exits ? "an exited" : "an idle", owner_count, want, big, err);
+        bad = 1;
+    }
+    ebb_free(big);
+    size_t again = bad ? 0 : fill_blocks(100 * KiB, PTR_CAP, 12);
+    if (!bad && again * 100 * KiB < owned / 2) {
+        fprintf(stderr, "    child: then %zu x 100 KiB: expected at least half the owner's %zu "
+                "bytes\n", again, owned);
+        bad = 1;
+    }
+    for (size_t i = 0; i < again; i++)
+        ebb_free(ptrs[i]);
+    if (!owner_exits) {
+        atomic_store(&owner_state, 3);
+        pthread_join(t, NULL);
+    }
+    return bad;
+}
+
+static void blocks_of_an_idle_or_exited_owner_freed_elsewhere_serve_a_refused_request(void)
+{
+    owner_exits = 0;
+    expect_child_ok(idle_owner_child, 120, "RLIMIT_AS idle owner",
+                    "blocks freed into an idle thread's pages should serve a request the OS "
+                    "refused");
+    owner_exits = 1;
+    expect_child_ok(idle_owner_child, 120, "RLIMIT_AS exited owner",
+                    "blocks freed into an exited thread's pages should serve a request the OS "
+                    "refused");
+}
+
 /* realloc to a smaller size needs no memory: with none left, the block is
  * shrunk where it is, not refused (review finding B2, shrink_oom2.c: under
  * RLIMIT_AS, realloc of a 64 MiB block to 1 MiB and to 100 bytes returned
@@ -1259,5 +1346,6 @@ int main(int argc, char **argv)
     RUN_CASE(a_huge_realloc_gets_the_caches_back_before_it_fails);
     RUN_CASE(blocks_freed_by_another_thread_are_collected_before_a_request_fails);
     RUN_CASE(shrinking_realloc_with_no_memory_left_shrinks_in_place);
+    RUN_CASE(blocks_of_an_idle_or_exited_owner_freed_elsewhere_serve_a_refused_request);
     return check_finish();
 }
