@@ -125,6 +125,9 @@ run_test dlopen_closed 60 -- "$T/test_dlopen" "$LIB"
 run_test prefixed_beside_glibc 60 -- "$T/test_prefixed"
 run_test cross_build_aarch64 300 -- bash tests/test_cross_build.sh
 run_test api_preloaded 300 LD_PRELOAD="$LIB" -- "$T/test_api"
+# The whole API in debug mode: alignment, errno, overflow, every entry point
+# (two release-layout cases skip, saying why).
+run_test api_debug 300 EBB_DEBUG=1 EBB_DEBUG_LEAKS=off -- "$T/test_api"
 run_test threads 300 -- "$T/test_threads"
 run_test thread_churn 300 -- "$T/test_thread_churn"
 # Where a sandbox refuses process_vm_readv, the scavenger still reads a dead
