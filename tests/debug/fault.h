@@ -12,6 +12,7 @@
 #define EBB_TEST_FAULT_H
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,26 @@ __attribute__((unused)) static int still_ours_after_bad_free(char *p, size_t n, 
             return 3;
         }
     return 0;
+}
+
+/* Free p on a thread of its own, which then frees 20 MB more so that p
+ * leaves that thread's quarantine: p ends on its page's list of remote
+ * frees, its first word (48 bytes before p, the debug header's) that list's
+ * link. 0 on success. */
+static void *free_elsewhere_thread(void *p)
+{
+    free(p);
+    for (int i = 0; i < 200; i++)
+        free(malloc(100000));
+    return NULL;
+}
+
+__attribute__((unused)) static int free_on_another_thread(void *p)
+{
+    pthread_t t;
+    return pthread_create(&t, NULL, free_elsewhere_thread, p) == 0 && pthread_join(t, NULL) == 0
+               ? 0
+               : -1;
 }
 
 __attribute__((unused)) static int survived(void)

@@ -3,21 +3,8 @@
  * ebb_debug_verify() on the page's remote-free list: the report names the
  * block holding the changed link, not only its page (review finding,
  * suspicion 3). */
-#include <pthread.h>
-
 #include "ebb.h"
 #include "fault.h"
-
-static char *victim;
-
-static void *free_elsewhere(void *arg)
-{
-    (void)arg;
-    free(victim);
-    for (int i = 0; i < 200; i++) /* 20 MB: pushes it out of the quarantine */
-        free(malloc(100000));
-    return NULL;
-}
 
 int main(void)
 {
@@ -25,10 +12,9 @@ int main(void)
     char *b[N];
     for (int i = 0; i < N; i++)
         b[i] = allocate_victim(2500);
-    victim = b[N / 2];
+    char *victim = b[N / 2];
     announce(victim);
-    pthread_t t;
-    if (pthread_create(&t, NULL, free_elsewhere, NULL) != 0 || pthread_join(t, NULL) != 0)
+    if (free_on_another_thread(victim) != 0)
         return 1;
     /* The block starts 48 bytes before the pointer (ebb's debug header): its
      * first word is now the remote-free list's link. */
