@@ -158,31 +158,41 @@ static bool alloc_collect_before_failing(size_t size)
     return true;
 }
 
-static void *alloc_generic_try(heap_t *heap, size_t size, size_t alignment, bool zero, bool *fresh);
+/* alloc_generic_at's one try: NULL when refused, errno untouched (the
+ * paths below keep it: os.c's primitives do), so that a request served by
+ * the second try leaves it as the caller had it, with no save on the way. */
+static inline void *alloc_generic_try(heap_t *heap, size_t size, size_t alignment, bool zero,
+                                      bool *fresh);
 
 /* alloc_generic_in, and with `fresh` (not NULL; `zero` false): whether the
  * block reads as zero without being cleared (pages the OS just mapped or
  * purged), for a caller that clears only part of the block itself. */
 static void *alloc_generic_at(heap_t *heap, size_t size, size_t alignment, bool zero, bool *fresh)
 {
-    int saved_errno = errno;
-    void *p = alloc_generic_try(heap, size, alignment, zero, fresh);
-    if (ebb_unlikely(p == NULL) && alloc_collect_before_failing(size)) {
-        p = alloc_generic_try(heap, size, alignment, zero, fresh);
-        if (p != NULL)
-            errno = saved_errno; /* served: the first refusal is not the caller's */
-    }
-    return p;
-}
-
-static void *alloc_generic_try(heap_t *heap, size_t size, size_t alignment, bool zero, bool *fresh)
-{
-    if (fresh)
-        *fresh = false;
     if (ebb_unlikely(alloc_size_impossible(size, alignment))) {
+        if (fresh)
+            *fresh = false;
         errno = ENOMEM;
         return NULL;
     }
+    void *p;
+    /* One call site, so that the try is inlined once (debug mode allocates
+     * every block through here). */
+    for (bool collected = false;; collected = true) {
+        p = alloc_generic_try(heap, size, alignment, zero, fresh);
+        if (ebb_likely(p != NULL) || collected || !alloc_collect_before_failing(size))
+            break;
+    }
+    if (p == NULL)
+        errno = ENOMEM;
+    return p;
+}
+
+static inline void *alloc_generic_try(heap_t *heap, size_t size, size_t alignment, bool zero,
+                                      bool *fresh)
+{
+    if (fresh)
+        *fresh = false;
     if (alignment < MIN_ALIGN)
         alignment = MIN_ALIGN;
     void *p = NULL;
@@ -224,8 +234,6 @@ static void *alloc_generic_try(heap_t *heap, size_t size, size_t alignment, bool
             *fresh = is_zero;
     }
 done:
-    if (p == NULL)
-        errno = ENOMEM;
     return p;
 }
 
