@@ -165,24 +165,62 @@ void os_init(void)
     atomic_store_explicit(&ram_and_swap, ram_and_swap_now(), memory_order_relaxed);
 }
 
+/* ---------------------------------------------------------------------------
+ * Calls that are not cancellation points
+ *
+ * libc's open, read, write, close, nanosleep and sigtimedwait are pthread
+ * cancellation points: a thread with a cancel pending is unwound inside
+ * them. malloc and free are not cancellation points, so a program may have
+ * a cancel pending across them; ebb's slow paths reach these calls (reading
+ * /proc as the scavenger starts, waiting out a purge pass before an unmap),
+ * and an unwind there left a heap's lock held, the next fork and the
+ * thread's own exit waiting on it for ever, or the scavenger half-started,
+ * so that nothing was purged again (review findings, 2026-12-05). Made
+ * through syscall(2), which is not a cancellation point, they only return.
+ * ------------------------------------------------------------------------- */
+static int sys_open(const char *path, int flags, mode_t mode)
+{
+    return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+static ssize_t sys_read(int fd, void *buf, size_t n)
+{
+    return (ssize_t)syscall(SYS_read, fd, buf, n);
+}
+
+static ssize_t sys_write(int fd, const void *buf, size_t n)
+{
+    return (ssize_t)syscall(SYS_write, fd, buf, n);
+}
+
+static int sys_close(int fd)
+{
+    return (int)syscall(SYS_close, fd);
+}
+
+static int sys_nanosleep(const struct timespec *want, struct timespec *left)
+{
+    return (int)syscall(SYS_nanosleep, want, left);
+}
+
 size_t os_read_file(const char *path, char *buf, size_t cap)
 {
     int saved = errno; /* a missing file is not the caller's failure */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = sys_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) {
         errno = saved;
         return 0;
     }
     size_t got = 0;
     while (got < cap) {
-        ssize_t r = read(fd, buf + got, cap - got);
+        ssize_t r = sys_read(fd, buf + got, cap - got);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             break;
         got += (size_t)r;
     }
-    close(fd);
+    sys_close(fd);
     errno = saved;
     return got;
 }
@@ -233,7 +271,7 @@ bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
                         void (*fn)(const char *rec, size_t len, void *arg), void *arg)
 {
     int saved = errno;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = sys_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) {
         errno = saved;
         return false;
@@ -242,7 +280,7 @@ bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
     bool cut = false;  /* the rest of an over-long record is being skipped */
     bool ok = true;
     for (;;) {
-        ssize_t r = read(fd, buf + held, cap - held);
+        ssize_t r = sys_read(fd, buf + held, cap - held);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -269,7 +307,7 @@ bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
     }
     if (held > 0 && !cut && ok)
         fn(buf, held, arg); /* a last record without its separator */
-    close(fd);
+    sys_close(fd);
     errno = saved;
     return ok;
 }
@@ -355,7 +393,7 @@ void os_write_stderr(const char *s, size_t len)
 {
     int saved = errno;
     while (len > 0) {
-        ssize_t w = write(2, s, len);
+        ssize_t w = sys_write(2, s, len);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -369,7 +407,7 @@ void os_write_stderr(const char *s, size_t len)
 int os_open_read(const char *path)
 {
     int saved = errno;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = sys_open(path, O_RDONLY | O_CLOEXEC, 0);
     errno = saved;
     return fd;
 }
@@ -411,7 +449,7 @@ int os_fd_copy_high(int fd, int lowest)
 int os_open_append(const char *path)
 {
     int saved = errno;
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     errno = saved;
     return fd;
 }
@@ -431,7 +469,7 @@ void os_write_fd(int fd, const char *s, size_t len)
     bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
     bool broken = false;
     while (len > 0) {
-        ssize_t w = write(fd, s, len);
+        ssize_t w = sys_write(fd, s, len);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && errno == EPIPE)
@@ -443,7 +481,10 @@ void os_write_fd(int fd, const char *s, size_t len)
     }
     if (broken && !was_pending) {
         struct timespec now = {0, 0};
-        while (sigtimedwait(&pipe_only, NULL, &now) < 0 && errno == EINTR) {
+        /* rt_sigtimedwait with the kernel's sigset size ("Calls that are
+         * not cancellation points"). */
+        while (syscall(SYS_rt_sigtimedwait, &pipe_only, NULL, &now, (size_t)(_NSIG - 1) / 8) < 0 &&
+               errno == EINTR) {
         }
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -453,7 +494,7 @@ void os_write_fd(int fd, const char *s, size_t len)
 void os_close(int fd)
 {
     int saved = errno;
-    close(fd);
+    sys_close(fd);
     errno = saved;
 }
 
@@ -475,7 +516,7 @@ int os_gettid(void)
  * threads that died"). process_vm_readv on our own pid copies what is mapped
  * and stops at what is not. A sandbox may refuse it (a seccomp filter such
  * as systemd's SystemCallFilter=@system-service answers EPERM; qemu-user
- * ENOSYS): then the bytes go through a pipe instead, since write(2) copies
+ * ENOSYS): then the bytes go through a pipe instead, since sys_write(2) copies
  * from memory the same way and fails with EFAULT where nothing is mapped.
  * The pipe is made for the call and closed after it: a long-lived one could
  * be closed under us by a program that closes every descriptor, and its
@@ -496,13 +537,13 @@ static ssize_t read_own_by_pipe(uint8_t *to, const uint8_t *from, size_t n)
          * pipe pages (fs.pipe-user-pages-soft): a non-blocking write takes
          * what fits, and the read below empties the pipe again. */
         size_t chunk = n - done < ((size_t)64 << 10) ? n - done : (size_t)64 << 10;
-        ssize_t w = write(fds[1], from + done, chunk);
+        ssize_t w = sys_write(fds[1], from + done, chunk);
         if (w <= 0) {
             refused = w < 0 && errno != EFAULT; /* EFAULT: not mapped there */
             break;
         }
         for (ssize_t got = 0; got < w;) {
-            ssize_t r = read(fds[0], to + done + (size_t)got, (size_t)(w - got));
+            ssize_t r = sys_read(fds[0], to + done + (size_t)got, (size_t)(w - got));
             if (r <= 0) {
                 refused = true; /* cannot happen: the bytes are in the pipe */
                 break;
@@ -513,8 +554,8 @@ static ssize_t read_own_by_pipe(uint8_t *to, const uint8_t *from, size_t n)
             break;
         done += (size_t)w;
     }
-    close(fds[0]);
-    close(fds[1]);
+    sys_close(fds[0]);
+    sys_close(fds[1]);
     return done == 0 && refused ? -1 : (ssize_t)done;
 }
 
@@ -863,7 +904,7 @@ static void registers_batch_finish(registers_pass_t *p)
         if (all || os_now_ms() >= deadline)
             break;
         struct timespec ts = {0, 200000}; /* 0.2 ms */
-        nanosleep(&ts, NULL);
+        sys_nanosleep(&ts, NULL);
     }
     for (unsigned i = 0; i < p->filled; i++) {
         if (p->abandoned >> i & 1)
@@ -947,7 +988,7 @@ unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name
             old.sa_handler == SIG_DFL && sigaction(sig, &ours, NULL) == 0)
             p.sig = sig;
     }
-    int fd = p.sig ? open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    int fd = p.sig ? sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) : -1;
     if (fd < 0) {
         if (p.sig)
             sigaction(p.sig, &old, NULL);
@@ -971,7 +1012,7 @@ unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name
                 registers_ask(&p, tid);
         }
     }
-    close(fd);
+    sys_close(fd);
     registers_batch_finish(&p);
     struct sigaction ignore; /* step 5 */
     memset(&ignore, 0, sizeof ignore);
@@ -998,7 +1039,7 @@ void os_sleep_ms(long ms)
 {
     int saved = errno;
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    while (sys_nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
     errno = saved;
 }

@@ -534,6 +534,12 @@ static void purge_start_thread(void)
     if (!atomic_compare_exchange_strong(&thread_state, &expected, THREAD_STARTING))
         return;
     int saved_errno = errno; /* the allocation that starts it may still succeed */
+    /* A cancel pending in the thread that happens to start it must not act
+     * in here (malloc is no cancellation point): the state would stay
+     * STARTING, and nothing would be purged again (review finding). os.c's
+     * calls are no cancellation points either; this covers libc's. */
+    int cancel_state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits this mask */
@@ -565,6 +571,7 @@ static void purge_start_thread(void)
                                   "memory is returned during allocator calls only\n";
         os_write_stderr(msg, sizeof msg - 1);
     }
+    pthread_setcancelstate(cancel_state, &cancel_state);
     errno = saved_errno;
 }
 

@@ -138,6 +138,10 @@ run_test threads_without_process_vm_readv 120 \
 run_test thread_exit_no_purge 120 EBB_PURGE_DELAY=-1 CHECK_ONLY=full_abandoned_segments \
     -- "$T/test_thread_churn"
 run_test fork 300 -- "$T/test_fork"
+# The pending-cancel case with frees that purge and unmap at once, the path
+# that slept (a cancellation point) holding a heap's lock.
+run_test fork_cancel_purge_now 120 EBB_PURGE_DELAY=0 \
+    CHECK_ONLY=a_pending_cancel_never_acts_inside_the_allocator -- "$T/test_fork"
 run_test first_call 120 -- "$T/test_first_call"
 run_test oom 300 -- "$T/test_oom"
 # The huge cache's mappings stay for the unmap delay: an hour, so that no pass

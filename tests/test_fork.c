@@ -11,7 +11,10 @@
 #include <alloca.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <malloc.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -356,6 +359,176 @@ static int fork_without_handlers(void)
     return WEXITSTATUS(status); /* 0 or the child's 1 */
 }
 
+/* ---------------------------------------------------------------------------
+ * A pending cancel. malloc and free are not cancellation points, so a
+ * thread may call them with a deferred cancel pending; ebb's slow paths must
+ * not act on it (review findings, 2026-12-05): a thread whose allocation
+ * started the scavenger was unwound inside it (in an open() of /proc),
+ * leaving the scavenger "starting" for good and nothing purged again; and a
+ * free that unmapped a segment was unwound in the sleep that waits out a
+ * purge pass, holding its heap's lock, so that its own exit, and every
+ * later fork, waited for ever.
+ * ------------------------------------------------------------------------- */
+static void *cancel_sleeper(void *arg)
+{
+    for (;;)
+        pause();
+    return arg;
+}
+
+/* Runs with a cancel pending: only allocator calls until it returns. */
+static void *allocate_with_cancel_pending(void *arg)
+{
+    (void)arg;
+    pthread_cancel(pthread_self()); /* deferred: pending until a cancellation point */
+    void *big = malloc(8 << 20);    /* purgeable once freed: the child's scavenger starts */
+    free(big);
+    for (int i = 0; i < 100000; i++)
+        free(malloc(16 + (size_t)(i % 4000) * 16));
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    return (void *)1;
+}
+
+/* In a forked child, where the scavenger starts on the first purgeable
+ * memory: the thread that starts it has a cancel pending. Exit 0 if that
+ * thread returned and the child's freed memory was purged in time. */
+static int cancel_at_scavenger_start_child(void)
+{
+    pthread_t t;
+    void *ret = NULL;
+    if (pthread_create(&t, NULL, allocate_with_cancel_pending, NULL) != 0 ||
+        pthread_join(t, &ret) != 0)
+        return 10;
+    if (ret == PTHREAD_CANCELED)
+        return 1;
+    enum { N = 128 };
+    static void *blocks[N];
+    long before = check_anon_rss();
+    for (int i = 0; i < N; i++) {
+        blocks[i] = malloc(1 << 20);
+        if (blocks[i] == NULL)
+            return 11;
+        memset(blocks[i], 1, 1 << 20);
+    }
+    for (int i = 0; i < N; i++)
+        free(blocks[i]);
+    for (int waited_ms = 0; waited_ms < 3000; waited_ms += 20) {
+        if (check_anon_rss() - before < 8 * 1024 * 1024)
+            return 0;
+        usleep(20 * 1000);
+    }
+    return 2;
+}
+
+static atomic_int cancel_go, cancel_stop, cancelled_in_allocator;
+
+static void note_cancelled(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&cancelled_in_allocator, 1);
+}
+
+static void *trim_until_stopped(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&cancel_stop))
+        malloc_trim(0);
+    return NULL;
+}
+
+/* 1 MiB blocks and growing reallocs with a cancel pending, while another
+ * thread forces purge passes: frees that unmap a segment wait out a pass. */
+static void *churn_with_cancel_pending(void *arg)
+{
+    (void)arg;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    pthread_cleanup_push(note_cancelled, NULL);
+    while (!atomic_load(&cancel_go))
+        sched_yield();
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL); /* the cancel is pending now */
+    void *b[40];
+    for (int round = 0; round < 400; round++) {
+        for (int i = 0; i < 40; i++) {
+            b[i] = malloc((1u << 20) + 4096 * (unsigned)(round % 7));
+            if (b[i] != NULL)
+                memset(b[i], 1, 64);
+        }
+        for (int i = 0; i < 40; i++)
+            free(b[i]);
+        void *r = NULL;
+        for (int i = 0; i < 50; i++)
+            r = realloc(r, (size_t)(i + 1) * 3000);
+        free(r);
+    }
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+static int cancel_during_frees_child(void)
+{
+    enum { WORKERS = 4 };
+    pthread_t w[WORKERS], trimmer;
+    for (int i = 0; i < WORKERS; i++)
+        if (pthread_create(&w[i], NULL, churn_with_cancel_pending, NULL) != 0)
+            return 10;
+    for (int i = 0; i < WORKERS; i++)
+        pthread_cancel(w[i]);
+    if (pthread_create(&trimmer, NULL, trim_until_stopped, NULL) != 0)
+        return 10;
+    atomic_store(&cancel_go, 1);
+    for (int i = 0; i < WORKERS; i++)
+        pthread_join(w[i], NULL);
+    atomic_store(&cancel_stop, 1);
+    pthread_join(trimmer, NULL);
+    pid_t pid = fork(); /* takes every heap's lock */
+    if (pid == 0)
+        _exit(0);
+    if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+        return 11;
+    return atomic_load(&cancelled_in_allocator) ? 1 : 0;
+}
+
+/* Run fn in a forked child with a time limit: its exit status, or -1 if it
+ * was killed (a hang). */
+static int run_child_limited(int (*fn)(void), unsigned seconds)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(seconds);
+        _exit(fn());
+    }
+    int status;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -2;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void a_pending_cancel_never_acts_inside_the_allocator(void)
+{
+    /* glibc loads its unwinder for cancellation at the first cancel; done
+     * here, so that the children's cancels do not allocate for it. */
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, cancel_sleeper, NULL) == 0, "pthread_create failed");
+    pthread_cancel(t);
+    pthread_join(t, NULL);
+    malloc_trim(0);
+    int rc = run_child_limited(cancel_at_scavenger_start_child, 30);
+    CHECK(rc == 0, "a thread with a cancel pending that starts a child's scavenger: expected it "
+          "to return and the child's 128 MiB freed to be purged within 3 s; got %s (%d)",
+          rc == 1 ? "the thread was cancelled inside an allocator call"
+          : rc == 2 ? "the freed memory stayed resident" : rc == -1 ? "killed (a hang)" : "a failure",
+          rc);
+    for (int run = 0; run < 3; run++) {
+        rc = run_child_limited(cancel_during_frees_child, 60);
+        CHECK(rc == 0, "run %d: 4 threads with a cancel pending, freeing 1 MiB blocks while "
+              "another forces purge passes: expected every thread to finish and a fork after; "
+              "got %s (%d)", run,
+              rc == 1 ? "a thread cancelled inside an allocator call" : rc == -1 ? "killed (a hang)"
+              : "a failure", rc);
+    }
+}
+
 static void a_child_of_fork_without_handlers_keeps_its_heap(void)
 {
     char *argv[] = {"test_fork", "--fork-without-handlers", NULL};
@@ -391,5 +564,6 @@ int main(int argc, char **argv)
     RUN_CASE(fork_while_threads_allocate_child_allocates_and_starts_threads);
     RUN_CASE(fork_from_a_secondary_thread_while_main_allocates);
     RUN_CASE(a_child_of_fork_without_handlers_keeps_its_heap);
+    RUN_CASE(a_pending_cancel_never_acts_inside_the_allocator);
     return check_finish();
 }
