@@ -270,11 +270,8 @@ void *alloc_malloc_slow(size_t size)
         void *p = page_alloc_slow(heap, cls);
         if (ebb_likely(p != NULL))
             return p;
-        int saved_errno = errno;
-        if (alloc_collect_before_failing(size) && (p = page_alloc_slow(heap, cls)) != NULL) {
-            errno = saved_errno;
-            return p;
-        }
+        if (alloc_collect_before_failing(size) && (p = page_alloc_slow(heap, cls)) != NULL)
+            return p; /* errno as the caller had it: neither call changes it */
         errno = ENOMEM;
         return NULL;
     }

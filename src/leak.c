@@ -36,8 +36,8 @@
  * Memory is read through the kernel (os_read_own: process_vm_readv, or a
  * pipe where a sandbox refuses it), so a mapping another thread unmaps
  * meanwhile is skipped, not a crash; a read the system refuses every way is
- * counted, and the report then says it is incomplete; and after step 1 no block header is
- * read again: another thread may free a block (a huge one is unmapped at
+ * counted, and the report then says it is incomplete; and after step 1 no
+ * block header is read again: another thread may free a block (a huge one is unmapped at
  * once) while the report runs. A block whose header a write changed (logged
  * with EBB_DEBUG_ON_ERROR=continue) is left out: its size cannot be trusted.
  * Of a block above HUGE_SCAN_DIRECT and of a private root range above
@@ -149,14 +149,20 @@ static void span_add(debug_header_t *h, uintptr_t map_end)
                                     .inherited = inherited};
 }
 
+/* Up to n bytes at `from` (os_read_own), a refusal counted for the report. */
+static ssize_t read_own_some(void *to, uintptr_t from, size_t n)
+{
+    ssize_t got = os_read_own(to, (const void *)from, n);
+    lk.reads_refused += got < 0;
+    return got;
+}
+
 /* Read n bytes at `from` of this process, without faulting; false if they
  * are not all mapped (another thread may unmap memory while the report
  * runs). */
 static bool read_own(void *to, uintptr_t from, size_t n)
 {
-    ssize_t got = os_read_own(to, (const void *)from, n);
-    lk.reads_refused += got < 0;
-    return got == (ssize_t)n;
+    return read_own_some(to, from, n) == (ssize_t)n;
 }
 
 /* Whether the unmarked block of s is still the block that was listed. Other
@@ -327,8 +333,7 @@ static void scan_range(uintptr_t start, uintptr_t end)
         size_t n = (size_t)(end - start) / sizeof(uintptr_t);
         if (n > sizeof scratch.words / sizeof scratch.words[0])
             n = sizeof scratch.words / sizeof scratch.words[0];
-        ssize_t got = os_read_own(buf, (const void *)start, n * sizeof(uintptr_t));
-        lk.reads_refused += got < 0;
+        ssize_t got = read_own_some(buf, start, n * sizeof(uintptr_t));
         if (got <= 0) { /* unreadable: skip a page */
             start = (start | (os_info.page_size - 1)) + 1;
             continue;
@@ -491,8 +496,8 @@ static void scan_resident_pages(uintptr_t start, uintptr_t end)
  * at its map size: short of the unit's end, the rest of the unit is the
  * program's to map, and a root like any; past it, the block and the tail
  * behind it, neither a root (a walk that enters the mapping past its first
- * unit skips the same: span_t.own_end). The header is read through the kernel (read_own), as
- * everything here: another thread may unmap the mapping meanwhile (then the
+ * unit skips the same: span_t.own_end). The header is read through the
+ * kernel (read_own), as everything here: another thread may unmap the mapping meanwhile (then the
  * whole unit is skipped, as before it was unmapped). */
 static uintptr_t ebb_unit_end(uintptr_t unit)
 {
@@ -758,8 +763,7 @@ static void scan_span(const span_t *s)
     if (w == WINDOWS) {
         w = scratch.win.next;
         scratch.win.next = (scratch.win.next + 1) % WINDOWS;
-        ssize_t got = os_read_own(scratch.win.buf[w], (const void *)base, WINDOW_BYTES);
-        lk.reads_refused += got < 0;
+        ssize_t got = read_own_some(scratch.win.buf[w], base, WINDOW_BYTES);
         scratch.win.base[w] = base;
         scratch.win.len[w] = got > 0 ? (size_t)got : 0;
     }

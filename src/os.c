@@ -516,7 +516,7 @@ int os_gettid(void)
  * threads that died"). process_vm_readv on our own pid copies what is mapped
  * and stops at what is not. A sandbox may refuse it (a seccomp filter such
  * as systemd's SystemCallFilter=@system-service answers EPERM; qemu-user
- * ENOSYS): then the bytes go through a pipe instead, since sys_write(2) copies
+ * ENOSYS): then the bytes go through a pipe instead, since write(2) copies
  * from memory the same way and fails with EFAULT where nothing is mapped.
  * The pipe is made for the call and closed after it: a long-lived one could
  * be closed under us by a program that closes every descriptor, and its
