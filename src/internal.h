@@ -1003,7 +1003,9 @@ void purge_inject_start_delay(long ms);
 page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices);
 /* Take into `heap` an abandoned segment with a page of class `cls` that had
  * room, and adopt its small pages into the heap's queues. False if none of the
- * first RECLAIM_SCAN_MAX abandoned segments has one. */
+ * first RECLAIM_SCAN_MAX abandoned segments has one, or if the heap has a
+ * resident free run for a page of the class (it carves there, and leaves the
+ * segment, with what its thread freed, to a thread that has none). */
 bool segment_reclaim_for_class(heap_t *heap, unsigned cls);
 /* A remote free into a small page of class `cls` of `seg`, which its caller
  * found abandoned (XTHREAD_ABANDONED in the list word it is about to CAS):

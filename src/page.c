@@ -537,7 +537,13 @@ static page_t *queue_find_room(heap_t *heap, page_queue_t *q)
  * finding: 4000 threads, 3441 segments, 13.8 GB reserved). Only a segment
  * with room is taken: taking whatever came first let one busy thread absorb
  * every abandoned segment and pin what other threads later freed into them
- * (review finding: 251 MiB resident while it ran, instead of 3.4). */
+ * (review finding: 251 MiB resident while it ran, instead of 3.4). And only
+ * by a heap with no resident free run of its own for the page
+ * (segment_reclaim_for_class): a joiner that frees each thread's data and
+ * then needs pages took every segment that way, with the megabytes freed into
+ * it, and the next threads mapped fresh memory (soak finding, perl ithreads:
+ * 70 MiB peak against glibc's 27; test_thread_churn,
+ * a_joiner_with_free_memory_leaves_abandoned_segments_to_new_threads). */
 static page_t *page_take_reclaimed(heap_t *heap, unsigned cls)
 {
     page_t *page = NULL;

@@ -1010,8 +1010,29 @@ static segment_t *segment_reclaim(heap_t *heap, unsigned cls, size_t count, size
     return seg;
 }
 
+/* Owner, lock held: has one of the heap's segments a run of `count` free
+ * slices still resident (freed, not purged)? Then a page carved there costs
+ * no new memory, and an abandoned segment, which brings every slice its
+ * thread freed, is better left to a thread that has none (page.c,
+ * page_take_reclaimed). A walk of the heap's segments, on the path that is
+ * about to carve a new page anyway, and only while some abandoned segment
+ * has room for the class. */
+static bool heap_has_resident_run(const heap_t *heap, size_t count)
+{
+    for (segment_t *seg = heap->segments; seg; seg = seg->next) {
+        if (slices_runs(resident_free(seg), count, 1))
+            return true;
+    }
+    return false;
+}
+
 bool segment_reclaim_for_class(heap_t *heap, unsigned cls)
 {
+    if (atomic_load_explicit(&abandoned_count, memory_order_relaxed) == 0 ||
+        atomic_load_explicit(&abandoned_with_room[cls], memory_order_relaxed) == 0)
+        return false;
+    if (heap_has_resident_run(heap, class_slice_count[cls]))
+        return false;
     return segment_reclaim(heap, cls, 0, 0) != NULL;
 }
 
