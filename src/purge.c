@@ -495,6 +495,24 @@ static void scavenger_wait(uint64_t deadline_ms)
     }
 }
 
+/* Sleep `delay_ms` (at least 1) between passes, waking for each sample due
+ * meanwhile: one os_sleep_ms of the whole delay printed no sample for as
+ * long as freed memory waited (soak finding: one a second with
+ * EBB_PURGE_DELAY=1000 and EBB_STATS_INTERVAL=100; test_ebbrun.sh). */
+static uint64_t scavenger_sleep(long delay_ms, uint64_t next_sample, long interval_ms)
+{
+    uint64_t end = os_now_ms() + (uint64_t)(delay_ms > 0 ? delay_ms : 1);
+    for (;;) {
+        uint64_t now = os_now_ms();
+        if (now >= end)
+            return next_sample;
+        uint64_t until = next_sample < end ? next_sample : end;
+        if (until > now)
+            os_sleep_ms((long)(until - now));
+        next_sample = sample_if_due(next_sample, interval_ms);
+    }
+}
+
 static void *scavenger_main(void *arg)
 {
     (void)arg;
@@ -511,8 +529,7 @@ static void *scavenger_main(void *arg)
 
         /* Work is pending: pass, one delay apart, until none is left. */
         for (;;) {
-            long delay = purge_delay_ms();
-            os_sleep_ms(delay > 0 ? delay : 1);
+            next_sample = scavenger_sleep(purge_delay_ms(), next_sample, interval);
             pass_take();
             bool pending = purge_pass_locked(false);
             pass_drop();

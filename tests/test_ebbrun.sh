@@ -161,6 +161,24 @@ echo "    info: $n samples"
 end
 
 # -------------------------------------------------------------------------
+# Soak finding: while freed memory waited for a purge delay longer than the
+# interval, the background thread slept the whole delay and printed nothing
+# (one sample a second with EBB_PURGE_DELAY=1000 and a 100 ms interval).
+begin interval_samples_while_a_longer_purge_delay_runs
+cat >"$TMP/free_then_idle.py" <<'EOF'
+import time
+l = [bytearray(1000) for _ in range(20000)]
+del l
+time.sleep(0.6)
+EOF
+PYTHONMALLOC=malloc EBB_PURGE_DELAY=2000 "$EBBRUN" --stats-interval 50 -- \
+    $PY "$TMP/free_then_idle.py" >/dev/null 2>"$TMP/samples_delay"
+n=$(grep -c '^ebb-sample: ms=' "$TMP/samples_delay")
+[ "$n" -ge 5 ] || fail "expected >= 5 samples in 0.6 s at 50 ms while a 2 s purge delay runs; got $n"
+echo "    info: $n samples"
+end
+
+# -------------------------------------------------------------------------
 begin interval_needs_the_background
 EBB_BACKGROUND=0 "$EBBRUN" --stats-interval 50 -- true 2>"$TMP/nobg"
 c=$(grep -c 'EBB_STATS_INTERVAL needs the background thread' "$TMP/nobg")
