@@ -236,6 +236,8 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
                       const char *detail)
 {
     uint32_t here = capture();
+    if (cfg.depth != 0 && !in_debug) /* where a capture may list modules */
+        trace_check_unloads();
     debug_report_lock();
     bool opened;
     int fd = debug_log_open(&opened);

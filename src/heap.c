@@ -84,6 +84,8 @@ __attribute__((constructor(101))) static void process_init_at_load(void)
 {
     process_init();
     trace_unwinder_ready();
+    if (debug_enabled)
+        trace_note_startup_modules();
     stats_register_quick_exit();
 }
 

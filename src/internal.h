@@ -1358,5 +1358,12 @@ void trace_fork_prepare(void);
 void trace_fork_done(void);
 /* In the child: from now on no capture lists modules (step 4 of the protocol). */
 void trace_fork_child(void);
+/* Before a report takes the report lock, with no ebb lock held (as a
+ * capture): read the loader's unload count now, for trace_print to tell
+ * frames that may belong to an unloaded library (trace.c). */
+void trace_check_unloads(void);
+/* From ebb's constructor, in debug mode: note the modules loaded at startup,
+ * which are never unloaded. */
+void trace_note_startup_modules(void);
 
 #endif /* EBB_INTERNAL_H */

@@ -918,6 +918,7 @@ void leak_report_at_exit(void)
     volatile uintptr_t sp_anchor = 0;
     uintptr_t sp = (uintptr_t)&sp_anchor;
     dead_stack_t dead = dead_stack_below(sp);
+    trace_check_unloads(); /* no ebb lock held yet (trace.c, "Unloaded code") */
     if (!purge_exclusive_begin()) {
         leak_report_message("==ebb== LEAK REPORT skipped: the process is exiting from a signal "
                             "handler that interrupted ebb holding a lock (an allocator call, a "

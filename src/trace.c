@@ -37,6 +37,10 @@
  * chunks mapped on demand and never freed: an id stays valid for the life of
  * the process. Lookups and inserts take one lock.
  *
+ * A trace also keeps the loader's unload count it was captured under, so that
+ * a report can tell frames that may belong to a library unloaded since
+ * (trace_print).
+ *
  * Symbolization (reports only): the module of each address from
  * dl_iterate_phdr; the function from the module's ELF symbol table (.symtab,
  * which has the non-exported functions too, else .dynsym), read by mapping the
@@ -908,8 +912,6 @@ static void tables_forget(void)
  * rule table must not be used (step 3). */
 static bool forget_unloaded_code(void)
 {
-    if (rules == NULL && cache == NULL)
-        return true; /* nothing kept by address (not x86-64) */
     if (atomic_load_explicit(&forked_child, memory_order_relaxed))
         return false;
     atomic_fetch_add(&unload_checks, 1);
@@ -925,6 +927,56 @@ static bool forget_unloaded_code(void)
         atomic_store_explicit(&unloads_seen, subs, memory_order_release);
     }
     return true;
+}
+
+void trace_check_unloads(void)
+{
+    (void)forget_unloaded_code();
+}
+
+/* The modules loaded at startup, by load bias: glibc unloads only what
+ * dlopen loaded, so a frame in one of them names its code whatever was
+ * unloaded since (trace_print). Noted from ebb's constructor, when every
+ * startup module is loaded, and only if nothing was loaded since
+ * (dlpi_adds counts every load, startup's too): a module that another
+ * constructor dlopen'ed must not pass for one. */
+#define STARTUP_MODULES_MAX 64
+static uintptr_t startup_bias[STARTUP_MODULES_MAX] ebb_cold_bss;
+static int startup_count ebb_cold_bss;
+
+typedef struct startup_list_s {
+    int n;
+    bool over;
+    unsigned long long adds, subs;
+} startup_list_t;
+
+static int startup_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    startup_list_t *l = arg;
+    if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs ||
+        l->n == STARTUP_MODULES_MAX) {
+        l->over = true;
+        return 1;
+    }
+    l->adds = info->dlpi_adds;
+    l->subs = info->dlpi_subs;
+    startup_bias[l->n++] = info->dlpi_addr;
+    return 0;
+}
+
+void trace_note_startup_modules(void)
+{
+    startup_list_t l = {0};
+    dl_iterate_phdr(startup_cb, &l);
+    startup_count = !l.over && l.subs == 0 && l.adds == (unsigned long long)l.n ? l.n : 0;
+}
+
+static bool startup_module(uintptr_t bias)
+{
+    for (int i = 0; i < startup_count; i++)
+        if (startup_bias[i] == bias)
+            return true;
+    return false;
 }
 
 void trace_fork_prepare(void)
@@ -1036,7 +1088,10 @@ int trace_crosscheck(uintptr_t mark, int max, uintptr_t *fast, uintptr_t *slow, 
 
 typedef struct trace_entry_s {
     uint32_t next; /* the next id in this bucket, 0 at the end */
-    uint32_t hash;
+    uint32_t hash;    /* of code[] */
+    uint32_t unloads; /* the unload count it was captured under ("Unloaded
+                         code"): part of the key, so that trace_print knows
+                         whether a library was unloaded since */
     uint16_t len;  /* bytes of code below */
     uint8_t depth;
     uint8_t code[];
@@ -1143,12 +1198,15 @@ uint32_t trace_intern(const uintptr_t *pcs, int n)
     uint8_t code[TRACE_DEPTH_MAX * 10];
     size_t len = encode(pcs, n, code);
     uint32_t hash = code_hash(code, len);
+    /* As the capture that walked these frames last saw it (capture_walk). */
+    uint32_t unloads = (uint32_t)atomic_load_explicit(&unloads_seen, memory_order_acquire);
     trace_count(n);
     lock_acquire(&registry_lock);
-    uint32_t *head = &buckets[hash % TRACE_BUCKETS];
+    uint32_t *head = &buckets[(hash ^ unloads * 0x9E3779B1u) % TRACE_BUCKETS];
     for (uint32_t id = *head; id;) {
         trace_entry_t *e = entry_of(id);
-        if (e->hash == hash && e->len == len && e->depth == n && memcmp(e->code, code, len) == 0) {
+        if (e->hash == hash && e->unloads == unloads && e->len == len && e->depth == n &&
+            memcmp(e->code, code, len) == 0) {
             lock_release(&registry_lock);
             return id;
         }
@@ -1158,6 +1216,7 @@ uint32_t trace_intern(const uintptr_t *pcs, int n)
     if (id) {
         trace_entry_t *e = entry_of(id);
         e->hash = hash;
+        e->unloads = unloads;
         e->len = (uint16_t)len;
         e->depth = (uint8_t)n;
         memcpy(e->code, code, len);
@@ -1201,13 +1260,21 @@ static void trace_count(int depth)
         trace_counts_flush();
 }
 
-int trace_get(uint32_t id, uintptr_t *pcs, int max)
+/* trace_get, and the unload count the trace was captured under. */
+static int trace_get_unloads(uint32_t id, uintptr_t *pcs, int max, uint32_t *unloads)
 {
     lock_acquire(&registry_lock);
     trace_entry_t *e = entry_checked(id);
     int n = e ? decode(e->code, e->len, e->depth, pcs, max) : 0;
+    *unloads = e ? e->unloads : 0;
     lock_release(&registry_lock);
     return n;
+}
+
+int trace_get(uint32_t id, uintptr_t *pcs, int max)
+{
+    uint32_t unloads;
+    return trace_get_unloads(id, pcs, max, &unloads);
 }
 
 /* Every lock of this file (a capture takes them one at a time, never two;
@@ -1687,10 +1754,21 @@ void trace_symbolize(const uint32_t *ids, int count)
     sym_resolve(pcs, n);
 }
 
+/* A frame of a trace captured before a library was unloaded, in a module
+ * that could have been loaded since (one not loaded at startup), may have
+ * run code that is gone: another library loaded at its address has its own
+ * names there. Such a frame says so, and what is there now (review: a block
+ * a closed plugin allocated was reported as allocated by the plugin loaded
+ * after it, under that one's function and line). The current count is the
+ * one the report's trace_check_unloads read (a forked child's is its
+ * parent's: step 4). */
 void trace_print(text_t *t, uint32_t id, const char *indent)
 {
     uintptr_t pcs[TRACE_DEPTH_MAX];
-    int n = trace_get(id, pcs, TRACE_DEPTH_MAX);
+    uint32_t unloads;
+    int n = trace_get_unloads(id, pcs, TRACE_DEPTH_MAX, &unloads);
+    bool unloaded_since =
+        unloads != (uint32_t)atomic_load_explicit(&unloads_seen, memory_order_acquire);
     if (n == 0) {
         text_add(t, indent);
         text_add(t, "(no stack trace)\n");
@@ -1708,13 +1786,16 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         mod.pc = pcs[i] - 1;
         module_find(&mod);
         const sym_t *e = sym_find(&mod, module_hash_memo(&mod));
+        bool maybe = unloaded_since && mod.found && !startup_module(mod.bias);
         text_add(t, indent);
         text_add(t, "#");
         text_add_u64(t, (uint64_t)i, 0);
         text_add(t, " ");
         text_add_hex(t, pcs[i]);
+        if (maybe)
+            text_add(t, " (a library was unloaded since; now there:");
         if (e && e->named) {
-            text_add(t, " in ");
+            text_add(t, maybe ? " " : " in ");
             text_add(t, e->name);
             if (e->offset_known) {
                 text_add(t, "+");
@@ -1730,6 +1811,8 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
             text_add(t, mod.path);
             text_add(t, ")");
         }
+        if (maybe)
+            text_add(t, ")");
         text_add(t, "\n");
     }
 }

@@ -682,6 +682,33 @@ unnamed=$(grep '^    #.*double_free_many_sites)$' "$TMP/sites.err" | grep -vc ' 
       grep '^    #.*double_free_many_sites)$' "$TMP/sites.err" | grep -v ' in ' | head -5; }
 end_case
 
+# Review finding: a block allocated by a plugin that was then closed, with
+# another plugin loaded at its address, was reported (double free, leak) as
+# allocated by the second plugin's function, as if certain
+# (trace_of_unloaded_library.c). Such frames now say that a library was
+# unloaded since, and what is there now; the program's own stay named.
+begin_case frames_of_an_unloaded_library_are_not_named_as_the_new_ones
+timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "$D/trace_of_unloaded_library" \
+    "$BUILD/tests/libreport_plugin_a.so" "$BUILD/tests/libreport_plugin_b.so" \
+    >"$TMP/tul.out" 2>"$TMP/tul.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0, got $rc"; cat "$TMP/tul.out"; show "$TMP/tul.err"; }
+n=$(awk '/^plugin=/ { print $1 }' "$TMP/tul.out" | sort -u | wc -l)
+[ "$n" -eq 1 ] || fail "the second plugin should load where the first was (else this checks nothing): $(tr '\n' ' ' <"$TMP/tul.out")"
+alloc=$(awk '/^  allocated at:/ { getline; print }' "$TMP/tul.err")
+leak=$(awk '/^==ebb== 40 bytes in 1 block lost, allocated at:/ { getline; print }' "$TMP/tul.err")
+for what in "double free" "leak"; do
+    line=$alloc
+    [ "$what" = leak ] && line=$leak
+    echo "$line" | grep -q '^    #0 0x[0-9a-f]* (a library was unloaded since; now there: second_plugin_allocate+.*libreport_plugin_b.so))$' ||
+        fail "$what: the first frame should say a library was unloaded since, got: ${line:-nothing}"
+done
+grep -q '^    #2 0x[0-9a-f]* in allocate_in+.*trace_of_unloaded_library)$' "$TMP/tul.err" ||
+    { fail "the program's own frames should stay named"; show "$TMP/tul.err"; }
+grep -q '^    #0 0x[0-9a-f]* in main+' "$TMP/tul.err" ||
+    fail "traces captured after the unload should be named plainly"
+end_case
+
 # Review finding: a huge block's mapping starts a 4 MiB unit, and the leak
 # report skipped that whole unit as ebb's. A 2.5 MiB block's mapping ends
 # short of it, and the program's own mapping in the rest of the unit
