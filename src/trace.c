@@ -940,7 +940,7 @@ void trace_check_unloads(void)
  * startup module is loaded, and only if nothing was loaded since
  * (dlpi_adds counts every load, startup's too): a module that another
  * constructor dlopen'ed must not pass for one. */
-#define STARTUP_MODULES_MAX 64
+#define STARTUP_MODULES_MAX 256 /* beyond: none counts as a startup module */
 static uintptr_t startup_bias[STARTUP_MODULES_MAX] ebb_cold_bss;
 static int startup_count ebb_cold_bss;
 
@@ -1089,9 +1089,9 @@ int trace_crosscheck(uintptr_t mark, int max, uintptr_t *fast, uintptr_t *slow, 
 typedef struct trace_entry_s {
     uint32_t next; /* the next id in this bucket, 0 at the end */
     uint32_t hash;    /* of code[] */
-    uint32_t unloads; /* the unload count it was captured under ("Unloaded
-                         code"): part of the key, so that trace_print knows
-                         whether a library was unloaded since */
+    uint32_t unloads; /* the unload count it was first captured under
+                         ("Unloaded code"), so that trace_print knows whether
+                         a library was unloaded since; not part of the key */
     uint16_t len;  /* bytes of code below */
     uint8_t depth;
     uint8_t code[];
@@ -1198,15 +1198,20 @@ uint32_t trace_intern(const uintptr_t *pcs, int n)
     uint8_t code[TRACE_DEPTH_MAX * 10];
     size_t len = encode(pcs, n, code);
     uint32_t hash = code_hash(code, len);
-    /* As the capture that walked these frames last saw it (capture_walk). */
+    /* As the capture that walked these frames last saw it (capture_walk).
+     * Kept by a new entry only: with the count in the key, a program that
+     * loads and unloads a plugin in a loop would store every trace again
+     * after each unload, and the registry is never freed. A trace seen
+     * again after an unload keeps its older count, so its frames outside
+     * the startup modules say "a library was unloaded since" (true of its
+     * first capture), with what is there now. */
     uint32_t unloads = (uint32_t)atomic_load_explicit(&unloads_seen, memory_order_acquire);
     trace_count(n);
     lock_acquire(&registry_lock);
-    uint32_t *head = &buckets[(hash ^ unloads * 0x9E3779B1u) % TRACE_BUCKETS];
+    uint32_t *head = &buckets[hash % TRACE_BUCKETS];
     for (uint32_t id = *head; id;) {
         trace_entry_t *e = entry_of(id);
-        if (e->hash == hash && e->unloads == unloads && e->len == len && e->depth == n &&
-            memcmp(e->code, code, len) == 0) {
+        if (e->hash == hash && e->len == len && e->depth == n && memcmp(e->code, code, len) == 0) {
             lock_release(&registry_lock);
             return id;
         }

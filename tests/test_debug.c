@@ -7,6 +7,8 @@
  */
 #include "check.h"
 
+#include <dlfcn.h>
+#include <libgen.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -473,6 +475,45 @@ static void traces_are_stored_once_per_distinct_stack(void)
           (unsigned long long)least, (unsigned long long)s1.debug_trace_table_bytes);
 }
 
+/* Review finding (2026-12-06): the trace registry, never freed, kept a
+ * trace again after every library unload once the unload count it was
+ * captured under had become part of its key: a program that loads and
+ * closes a plugin in a loop stored each of its call stacks once per round. */
+/* one_site's allocation, from a stack mark that moves with `pad`: a capture
+ * the capture cache cannot serve, which checks for unloads and walks (a hit
+ * checks nothing), with the same return addresses as every other round. */
+__attribute__((noinline)) static void *one_site_deeper(size_t pad)
+{
+    volatile char *room = __builtin_alloca(pad);
+    room[0] = 0;
+    void *p = one_site(32);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+static void traces_stay_stored_once_across_library_unloads(void)
+{
+    char exe[4096], path[4096 + 64];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    REQUIRE(len > 0, "readlink /proc/self/exe");
+    exe[len] = '\0';
+    snprintf(path, sizeof path, "%s/libreport_plugin_a.so", dirname(exe));
+    uint64_t before = 0;
+    for (int round = 0; round < 100; round++) {
+        if (round == 10)
+            before = stats().debug_trace_bytes;
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        REQUIRE(h != NULL, "dlopen %s: %s", path, dlerror());
+        REQUIRE(dlclose(h) == 0, "dlclose %s: %s", path, dlerror());
+        free(one_site_deeper(16 * (size_t)(round + 1)));
+    }
+    uint64_t grown = stats().debug_trace_bytes - before;
+    printf("    info: the registry grew %llu bytes in 90 load/unload rounds\n",
+           (unsigned long long)grown);
+    CHECK(grown < 256, "the same two call stacks after each of 90 unloads are stored once: "
+          "expected < 256 bytes more, got %llu", (unsigned long long)grown);
+}
+
 /* A thread counts its traces and adds them to the shared counts in batches
  * (src/trace.c, trace_count): what it held back is added when it exits. */
 static void *record_100_traces(void *unused)
@@ -656,6 +697,7 @@ int main(void)
     RUN_CASE(blocks_out_of_quarantine_are_reused_without_faults);
     RUN_CASE(reuse_cache_is_bounded_and_drains_by_itself);
     RUN_CASE(traces_are_stored_once_per_distinct_stack);
+    RUN_CASE(traces_stay_stored_once_across_library_unloads);
     RUN_CASE(an_exited_threads_traces_are_all_counted);
     RUN_CASE(threads_allocate_and_free_across_each_other);
     RUN_CASE(verify_finds_nothing_in_a_sound_heap);

@@ -148,7 +148,7 @@ test-build: $(FAULT_PROGS) $(TEST_DIR)/test_debug $(TEST_DIR)/test_unwind \
 $(TEST_DIR)/debug/%: tests/debug/%.c tests/debug/fault.h tests/debug/coroutine.h $(TEST_HDRS) $(BUILD)/libebb.so
 	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
 
-$(TEST_DIR)/test_debug: tests/test_debug.c $(TEST_HDRS) $(BUILD)/libebb.so
+$(TEST_DIR)/test_debug: tests/test_debug.c $(TEST_HDRS) $(BUILD)/libebb.so | $(TEST_DIR)/libreport_plugin_a.so
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
 
 # Two builds of one plugin, swapped at one address by test_unwind.
