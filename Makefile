@@ -56,21 +56,23 @@ $(OBJ):
 $(BUILD)/libebb.so: $(OBJS) src/exports.map
 	$(CC) -shared -static-libgcc -Wl,-soname,libebb.so.$(SOVERSION) \
 	      -Wl,--version-script=src/exports.map \
-	      -Wl,-z,now -Wl,-z,nodelete -Wl,-Bsymbolic-functions -o $@ $(OBJS) -lpthread
+	      -Wl,-z,now -Wl,-z,nodelete -Wl,-Bsymbolic-functions -o $@ $(OBJS) -lpthread -ldl
 	ln -sf libebb.so $(BUILD)/libebb.so.$(SOVERSION)
 
 # The ebb_ names only, for a program that calls them beside another allocator
 # (src/exports-prefixed.map says why): everything but override.c.
-PREFIXED_OBJS := $(filter-out $(OBJ)/override.o,$(OBJS))
+PREFIXED_OBJS := $(filter-out $(OBJ)/override.o $(OBJ)/override_dlopen.o,$(OBJS))
 $(BUILD)/libebb-prefixed.so: $(PREFIXED_OBJS) src/exports-prefixed.map
 	$(CC) -shared -static-libgcc -Wl,-soname,libebb-prefixed.so.$(SOVERSION) \
 	      -Wl,--version-script=src/exports-prefixed.map \
 	      -Wl,-z,now -Wl,-z,nodelete -Wl,-Bsymbolic-functions -o $@ $(PREFIXED_OBJS) -lpthread
 	ln -sf libebb-prefixed.so $(BUILD)/libebb-prefixed.so.$(SOVERSION)
 
-$(BUILD)/libebb.a: $(OBJS)
+# Without override_dlopen.o: a static program has no next dlopen to call.
+STATIC_OBJS := $(filter-out $(OBJ)/override_dlopen.o,$(OBJS))
+$(BUILD)/libebb.a: $(STATIC_OBJS)
 	rm -f $@
-	ar rcs $@ $(OBJS)
+	ar rcs $@ $(STATIC_OBJS)
 
 $(BUILD)/ebb.pc: Makefile
 	mkdir -p $(BUILD)

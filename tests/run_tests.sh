@@ -122,6 +122,8 @@ run_test api 300 -- "$T/test_api"
 run_test os_readers 60 -- "$T/test_os"
 run_test size_classes 60 -- "$T/test_classes"
 run_test dlopen_closed 60 -- "$T/test_dlopen" "$LIB"
+run_test deepbind_preloaded 60 LD_PRELOAD="$LIB" -- "$T/test_deepbind"
+run_test deepbind_debug 60 LD_PRELOAD="$LIB" EBB_DEBUG=1 EBB_DEBUG_LEAKS=off -- "$T/test_deepbind"
 run_test prefixed_beside_glibc 60 -- "$T/test_prefixed"
 run_test cross_build_aarch64 300 -- bash tests/test_cross_build.sh
 run_test api_preloaded 300 LD_PRELOAD="$LIB" -- "$T/test_api"

@@ -4,7 +4,7 @@
 #
 #   exports_only_public_names   nm -D --defined-only lists nothing but the
 #                               standard allocation names, the glibc-specific
-#                               ones and ebb_* (plus the version node itself)
+#                               ones, dlopen and ebb_* (plus the version node itself)
 #   exports_every_public_name   each of those names is there, as a function
 #   standard_names_are_unversioned  malloc & co carry no symbol version: the
 #                               dynamic linker lets only an unversioned
@@ -33,7 +33,10 @@ STANDARD="malloc free calloc realloc reallocarray posix_memalign aligned_alloc m
 valloc pvalloc malloc_usable_size free_sized free_aligned_sized malloc_trim cfree mallopt
 mallinfo mallinfo2 malloc_stats malloc_info
 __libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign __libc_valloc
-__libc_pvalloc"
+__libc_pvalloc
+dlopen"
+# dlopen is there so that a library loaded with RTLD_DEEPBIND still uses ebb
+# (src/override_dlopen.c).
 # Every function of include/ebb.h.
 EBB_NAMES=$(sed -n 's/^EBB_API[^(]*[ *]\(ebb_[a-z0-9_]*\)(.*/\1/p' "$(dirname "$0")/../include/ebb.h")
 

@@ -38,7 +38,7 @@ TEST_HDRS := tests/check.h include/ebb.h
 TEST_PROGS := $(addprefix $(TEST_DIR)/,test_api test_threads test_thread_churn test_fork \
                 test_first_call test_oom libctor.so test_ctor test_ctor_preload test_static \
                 test_static_full test_threads_asan test_threads_tsan test_stats test_stats_tsan \
-                test_os test_classes test_dlopen test_prefixed \
+                test_os test_classes test_dlopen test_deepbind test_prefixed \
                 sandbox_no_vm_readv)
 
 # Run a build command; on failure keep its output in $@.fail instead of failing.
@@ -190,6 +190,15 @@ $(TEST_DIR)/test_prefixed: tests/test_prefixed.c $(TEST_HDRS) $(BUILD)/libebb-pr
 # Not linked with ebb: it loads libebb.so with dlopen, beside glibc's malloc.
 $(TEST_DIR)/test_dlopen: tests/test_dlopen.c $(TEST_HDRS)
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ -ldl -lpthread)
+
+# Not linked with ebb: run preloaded. It opens its plugin by bare name, found
+# through its RUNPATH ($$ORIGIN), which ebb's dlopen must leave to the caller.
+TEST_LINK_ORIGIN := -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN'
+$(TEST_DIR)/test_deepbind: tests/test_deepbind.c $(TEST_HDRS) $(TEST_DIR)/libdeepbind_plugin.so
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_ORIGIN) -ldl)
+
+$(TEST_DIR)/libdeepbind_plugin.so: tests/deepbind_plugin.c
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) -shared -fPIC $< -o $@)
 
 # Static: the size-class tables and helpers are internal to the library.
 $(TEST_DIR)/test_classes: tests/test_classes.c $(TEST_HDRS) $(BUILD)/libebb.a
