@@ -26,7 +26,8 @@ TEST_CTOR_SONAME := -Wl,-soname,libctor.so
 # Sanitizer builds: all of src/ except override.c (the standard names must not
 # replace the sanitizer's own malloc), with the stress test on the ebb_ names.
 SAN_CC     ?= clang
-SAN_SRCS   := $(filter-out src/override.c,$(wildcard src/*.c))
+# override_dlopen.c too: the sanitizers have their own dlopen interceptors.
+SAN_SRCS   := $(filter-out src/override.c src/override_dlopen.c,$(wildcard src/*.c))
 SAN_CFLAGS := -std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -D_GNU_SOURCE \
               -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc \
               -fno-builtin-realloc -ftls-model=initial-exec -Iinclude -Isrc -Itests \
