@@ -128,8 +128,11 @@ EBB_API void ebb_free_sized(void *p, size_t size);
 EBB_API void ebb_free_aligned_sized(void *p, size_t alignment, size_t size);
 
 /* malloc_trim(pad): gives back to the OS everything that can be given back now,
- * from every thread's heap and the shared caches (pad is ignored). Returns 1 if
- * any memory was released, 0 otherwise. */
+ * from every thread's heap and the shared caches (pad is ignored): also, in a
+ * page that still holds live blocks, each OS page that only free blocks cover
+ * (those blocks are not reused until the page empties) and the inside of each
+ * free block of several OS pages. Returns 1 if any memory was released, 0
+ * otherwise. */
 EBB_API int ebb_malloc_trim(size_t pad);
 
 /* ebb_collect(force): returns free memory held by the calling thread's heap and

@@ -362,6 +362,8 @@ void ebb_collect(bool force)
     if (heap != &heap_empty) {
         lock_acquire(&heap->lock);
         heap_collect_pages(heap, force);
+        if (force)
+            heap_trim_pages(heap);
         lock_release(&heap->lock);
     }
     if (force)
@@ -538,6 +540,8 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
                 }
                 atomic_store(&h->collect_asked, 0);
                 heap_collect_pages(h, true);
+                if (force)
+                    heap_trim_pages(h); /* malloc_trim: pages with live blocks too */
                 segment_release_empty(h); /* an idle thread keeps no header either */
                 heap_unquiesce(h);
                 done = true;

@@ -259,7 +259,15 @@ void __tsan_acquire(void *addr);
  *      the heap of the thread that starts it. If that thread exits, its
  *      segment stays abandoned (3) with that block live: once per process,
  *      4 MiB of address space with its header and one page resident.
- * So an idle process holds, beyond its live blocks, at most: page headers,
+ *  10. Free blocks inside a small page that still holds a live block: kept
+ *      for malloc to reuse, resident as far as they were written; no
+ *      delayed purge touches them (malloc reuses them first). malloc_trim(0)
+ *      and ebb_collect(true) give back every OS page that free blocks alone
+ *      cover (dropping those blocks until their page empties) and the
+ *      interiors of free blocks of several OS pages (page.c, page_trim):
+ *      after a trim only OS pages that hold a byte of a live block stay.
+ * So an idle process holds, beyond its live blocks, at most: the free blocks
+ * of 10 (none beyond the live blocks' OS pages after a trim), page headers,
  * SEGMENT_STANDBY header pages, and nothing else once EBB_UNMAP_DELAY passed
  * (in a solo process, also 8).
  * ------------------------------------------------------------------------- */
@@ -392,7 +400,9 @@ typedef struct page_s {
      * SLICE_SIZE / MIN_ALIGN blocks, static assert below): with them, 56-byte
      * descriptors keep the segment header in one 4 KiB page.
      * Owner-only. Blocks handed out and not yet returned to `free` (directly,
-     * or collected from `xthread_free`). 0 means the page is empty. */
+     * or collected from `xthread_free`). 0 means the page is empty. Blocks a
+     * trim dropped (segment_t.trimmed) are neither used nor free:
+     * capacity = used + free blocks + dropped blocks. */
     uint16_t used;
     /* Owner-only: blocks carved so far (grows as the page is extended). */
     uint16_t capacity;
@@ -514,6 +524,16 @@ typedef struct segment_s {
      * pointer into any slice of a run finds the page with one load and a
      * subtraction. Here rather than in page_t: see page_t's block counts. */
     uint8_t slice_offset[SLICES_PER_SEGMENT];
+    /* Normal segments: per slice, bit k = the k-th OS page of the slice was
+     * given back by a trim (page.c, page_trim) while its small page held
+     * live blocks elsewhere, and every block overlapping it is DROPPED: on
+     * no free list and not live, unusable until the page empties and its
+     * run is freed (which clears the bits). 16 bits: OS pages of at least
+     * 4 KiB (a trim does nothing with smaller ones). Written by whoever
+     * may touch the page's free list (its owner, a quiescing scavenger, the
+     * abandoned-segment pass); read by the telemetry, racily, like the page
+     * fields. Here rather than in page_t: see page_t's block counts. */
+    uint16_t trimmed[SLICES_PER_SEGMENT];
     union {
         /* Normal segments: one descriptor per slice; [0] is unused (the
          * header lives there). */
@@ -1084,6 +1104,24 @@ void page_adopt(heap_t *heap, page_t *page);
  * the pages the owner's fast paths cannot reach whose blocks all came back
  * through xthread_free. */
 void heap_steal_free_pages(heap_t *heap);
+/* malloc_trim(0) / ebb_collect(true), for a small page that still holds
+ * live blocks: give back the OS pages that only its free blocks cover
+ * (dropping those blocks from its free list, segment_t.trimmed) and the
+ * interiors of free blocks that span whole OS pages. The caller may touch
+ * the page's free list (owner under its lock, quiesced heap, abandoned
+ * segment off its list) and collected its remote frees first. */
+void page_trim(page_t *page);
+/* The same for every page of a heap (owner, or quiesced; lock held), after
+ * heap_collect_pages. */
+void heap_trim_pages(heap_t *heap);
+/* Whether some OS page of `page`'s run was given back by a trim. */
+bool page_has_dropped(const page_t *page);
+/* Whether block `i` of the page is a dropped one (segment_t.trimmed). */
+bool page_block_dropped(const page_t *page, size_t i);
+/* How many of the page's carved blocks are dropped: capacity = used + free
+ * blocks + dropped blocks. Exact for the page's owner; a bound for racy
+ * readers (the telemetry). */
+size_t page_dropped_count(const page_t *page);
 /* Abandoned segment (no owner): collect remote frees; free the page if empty
  * (then true). The page stays abandoned (XTHREAD_ABANDONED). */
 bool page_collect_abandoned(page_t *page);

@@ -590,6 +590,8 @@ void segment_free_run(page_t *page)
     size_t count = page->slice_count;
     for (size_t i = 1; i < count; i++)
         seg->slice_offset[idx + i] = 0;
+    for (size_t i = 0; i < count; i++)
+        seg->trimmed[idx + i] = 0; /* the dropped blocks go back with the run */
     page->free = NULL;
     page->capacity = page->reserved = page->block_size = 0;
     page->used = 0;
@@ -705,7 +707,7 @@ static uint64_t segment_room_mask(const segment_t *seg)
     for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
         const page_t *page = &seg->pages[i];
         if (small_page_at(seg, free_mask, i) &&
-            (page->used < page->reserved ||
+            (page->used + page_dropped_count(page) < page->reserved ||
              (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & ~XTHREAD_FLAGS)))
             room |= (uint64_t)1 << page->class_idx;
     }
@@ -856,8 +858,9 @@ void segment_abandoned_collect(bool force)
             break;
         uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
         for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
-            if (small_page_at(seg, free_mask, i))
-                page_collect_abandoned(&seg->pages[i]);
+            if (small_page_at(seg, free_mask, i) && !page_collect_abandoned(&seg->pages[i]) &&
+                force)
+                page_trim(&seg->pages[i]); /* malloc_trim: the segment is off the list, ours */
         }
         lock_acquire(&abandoned_lock);
         bool empty = atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL;

@@ -82,18 +82,32 @@ ebb_racy_reader static void tally_small_page(const page_t *page, size_t run_byte
     if (remote > used)
         remote = used;
     size_t live = used - remote;
+    /* Blocks a trim dropped are neither live nor free: their memory went
+     * back to the OS (page.c, page_trim). The count is an estimate while
+     * the owner runs, kept within the page. */
+    size_t dropped = page_dropped_count(page);
+    if (dropped > capacity - live)
+        dropped = capacity - live;
+    size_t free_blocks = capacity - live - dropped;
     sum->live_bytes += live * bs;
     sum->live_blocks += live;
-    sum->page_free_bytes += (capacity - live) * bs;
+    sum->page_free_bytes += free_blocks * bs;
     sum->xthread_pending_bytes += remote * bs;
     uint64_t touched = round_up_u64(capacity * bs, os_info.page_size);
-    sum->committed_bytes += run_committed(prewritten, run_bytes / SLICE_SIZE, touched);
+    uint64_t committed = run_committed(prewritten, run_bytes / SLICE_SIZE, touched);
+    /* Less the OS pages a trim gave back: they lie in the carved part. */
+    const segment_t *seg = page_segment(page);
+    size_t idx = (size_t)(page - seg->pages);
+    uint64_t trimmed = 0;
+    for (size_t i = 0; i < run_bytes / SLICE_SIZE && idx + i < SLICES_PER_SEGMENT; i++)
+        trimmed += slices_count(READ_ONCE(seg->trimmed[idx + i])) * (uint64_t)os_info.page_size;
+    sum->committed_bytes += committed > trimmed ? committed - trimmed : 0;
     struct ebb_class_summary *c = &sum->classes[cls];
     c->block_size = bs;
     c->pages++;
     c->empty_pages += live == 0;
     c->used_blocks += live;
-    c->free_blocks += capacity - live;
+    c->free_blocks += free_blocks;
     c->page_bytes += run_bytes;
     if (sum->class_count < cls + 1)
         sum->class_count = cls + 1;

@@ -86,8 +86,9 @@ ebb_racy_reader static void visit_small_page_blocks(walk_t *w, page_t *page)
     mark_free_list(page->free, start, bs, capacity, is_free);
     uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
     mark_free_list((const block_t *)(x & ~XTHREAD_FLAGS), start, bs, capacity, is_free);
+    bool dropped = page_has_dropped(page); /* a trim's dropped blocks are not live either */
     for (size_t i = 0; i < capacity; i++) {
-        if (!((is_free[i / 64] >> (i % 64)) & 1))
+        if (!((is_free[i / 64] >> (i % 64)) & 1) && !(dropped && page_block_dropped(page, i)))
             visit_block(w, (void *)(start + i * bs), bs);
     }
 }

@@ -2843,6 +2843,324 @@ static void ebb_collect_force_returns_everything_at_once(void)
     expect_child_passes("child_ebb_collect_force_returns_everything_at_once", trim_env, 60);
 }
 
+/* ---------------------------------------------------------------------------
+ * Free blocks inside pages that still hold a live block (review finding
+ * rv35d, its reproduction frag1.c): 300,000 blocks of 1,000 B, every one
+ * freed but every 50th. Each page keeps a live block, so none empties, and
+ * ebb held 302 MiB (388 MiB with 4,000 B blocks) after malloc_trim(0), for
+ * 5.9 MiB (23 MiB) live; glibc's trim left 32 MiB (50 MiB). malloc_trim(0)
+ * must give back every OS page that holds no byte of a live block
+ * (src/page.c, page_trim).
+ *
+ * The bound after the trim: every OS page still resident holds a byte of a
+ * live block, and a block of s bytes touches at most ceil(s / page) + 1 of
+ * them, so live blocks * (ceil((size + 128) / page) + 1) pages (128: debug
+ * mode's header and canary beside the block), plus 6 MiB for the segment
+ * headers (one page per 4 MiB segment), the thread stacks and the test's own
+ * noise; in debug mode also what its trace tables hold (20 MiB for the
+ * 600,000 calls here: ebb_stats' debug_trace_*_bytes). Then the survivors must read as written, new blocks of the same
+ * size must not land on them (the trim's dropped blocks stay unusable until
+ * their page empties), and once everything is freed, a second trim brings
+ * RSS back within 8 MiB of the start. From one thread and from 8 (idle
+ * while main trims, then exited before it: their segments abandoned), in
+ * release and debug mode (where ebb_debug_verify must find nothing).
+ * ------------------------------------------------------------------------- */
+#define FRAG_BLOCKS 300000
+#define FRAG_KEEP_EVERY 50
+#define FRAG_AGAIN (FRAG_BLOCKS / 10)
+#define FRAG_THREADS 8
+
+static void *frag_blocks[FRAG_BLOCKS];
+static void *frag_again[FRAG_AGAIN];
+static size_t frag_size;
+static size_t frag_count, frag_again_count; /* of the arrays' entries, used */
+
+static unsigned char frag_pattern(size_t i)
+{
+    return (unsigned char)(i * 7 + 1) | 1; /* never 0, nor the 0xEE of new blocks */
+}
+
+/* Blocks [from, to): allocate and fill, then free all but every 50th. */
+static void frag_build(size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        frag_blocks[i] = malloc(frag_size);
+        if (frag_blocks[i] != NULL)
+            memset(frag_blocks[i], frag_pattern(i), frag_size);
+    }
+    for (size_t i = from; i < to; i++) {
+        if (i % FRAG_KEEP_EVERY != 0) {
+            free(frag_blocks[i]);
+            frag_blocks[i] = NULL;
+        }
+    }
+}
+
+static void frag_fill_again(size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        frag_again[i] = malloc(frag_size);
+        if (frag_again[i] != NULL)
+            memset(frag_again[i], 0xEE, frag_size);
+    }
+}
+
+static void frag_free_all(size_t from, size_t to, size_t again_from, size_t again_to)
+{
+    for (size_t i = from; i < to; i++) {
+        free(frag_blocks[i]);
+        frag_blocks[i] = NULL;
+    }
+    for (size_t i = again_from; i < again_to; i++) {
+        free(frag_again[i]);
+        frag_again[i] = NULL;
+    }
+}
+
+/* Survivors that do not read as written (or are missing). */
+static size_t frag_damaged(void)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < frag_count; i += FRAG_KEEP_EVERY) {
+        const unsigned char *p = frag_blocks[i];
+        unsigned char want = frag_pattern(i);
+        if (p == NULL || p[0] != want || memcmp(p, p + 1, frag_size - 1) != 0)
+            bad++;
+    }
+    return bad;
+}
+
+static atomic_long frag_walked;
+
+static void frag_count_block(void *block, size_t usable, void *arg)
+{
+    (void)block, (void)usable, (void)arg;
+    atomic_fetch_add_explicit(&frag_walked, 1, memory_order_relaxed);
+}
+
+/* Live blocks as the heap walk visits them (-1 if it failed). */
+static long frag_walk_count(void)
+{
+    atomic_store(&frag_walked, 0);
+    if (ebb_heap_walk(NULL, frag_count_block, NULL) != 0)
+        return -1;
+    return atomic_load(&frag_walked);
+}
+
+typedef struct frag_worker_s {
+    crew_t *crew;
+    size_t from, to, again_from, again_to;
+    bool exit_early; /* exit once its blocks are built: main frees them */
+} frag_worker_t;
+
+static void *frag_worker_main(void *arg)
+{
+    frag_worker_t *w = arg;
+    stack_pretouch();
+    crew_park(w->crew);
+    frag_build(w->from, w->to);
+    if (w->exit_early)
+        return NULL;
+    crew_park(w->crew); /* idle while main trims */
+    frag_fill_again(w->again_from, w->again_to);
+    crew_park(w->crew);
+    frag_free_all(w->from, w->to, w->again_from, w->again_to);
+    crew_park(w->crew);
+    return NULL;
+}
+
+/* threads: 0 = main alone; else that many workers, which exit after
+ * building if exit_early (main then does the rest). */
+static void frag_scenario(size_t size, int threads, bool exit_early)
+{
+    frag_size = size;
+    /* 300,000 blocks as in the finding; 300 MB of bigger ones */
+    frag_count = size <= 4000 ? FRAG_BLOCKS : (size_t)(300 * 1000 * 1000) / size;
+    frag_again_count = frag_count / 10;
+    memset(frag_blocks, 0, sizeof frag_blocks); /* resident before the baseline */
+    memset(frag_again, 0, sizeof frag_again);
+    bool debug = getenv("EBB_DEBUG") != NULL && strcmp(getenv("EBB_DEBUG"), "0") != 0;
+    crew_t crew;
+    frag_worker_t w[FRAG_THREADS];
+    pthread_t t[FRAG_THREADS];
+    int n = threads > FRAG_THREADS ? FRAG_THREADS : threads;
+    crew_init(&crew, n);
+    for (int i = 0; i < n; i++) {
+        w[i] = (frag_worker_t){.crew = &crew,
+                               .from = frag_count / (size_t)n * (size_t)i,
+                               .to = frag_count / (size_t)n * (size_t)(i + 1),
+                               .again_from = frag_again_count / (size_t)n * (size_t)i,
+                               .again_to = frag_again_count / (size_t)n * (size_t)(i + 1),
+                               .exit_early = exit_early};
+        if (i == n - 1) { /* the remainder of the division too */
+            w[i].to = frag_count;
+            w[i].again_to = frag_again_count;
+        }
+        REQUIRE(start_thread(&t[i], 256 * KiB, frag_worker_main, &w[i]) == 0,
+                "pthread_create failed");
+    }
+    if (n > 0)
+        crew_wait_parked(&crew);
+    long base = rss_settled();
+    if (n > 0) {
+        crew_open(&crew);
+        if (exit_early) {
+            for (int i = 0; i < n; i++)
+                pthread_join(t[i], NULL);
+        } else {
+            crew_wait_parked(&crew);
+        }
+    } else {
+        frag_build(0, frag_count);
+    }
+    long live_count = (long)((frag_count + FRAG_KEEP_EVERY - 1) / FRAG_KEEP_EVERY);
+    long ps = sysconf(_SC_PAGESIZE);
+    long bound = live_count * (((long)size + 128 + ps - 1) / ps + 1) * ps + (long)(6 * MiB);
+    if (debug) { /* and debug mode's record of every call's stack (not pages) */
+        struct ebb_stats st = {.version = EBB_STATS_VERSION};
+        if (ebb_stats_get(&st) == 0)
+            bound += (long)(st.debug_trace_raw_bytes + st.debug_trace_table_bytes +
+                            st.debug_quarantine_bytes);
+    }
+    long walked_before = frag_walk_count();
+    struct ebb_stats st_before = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st_before) == 0, "ebb_stats_get failed");
+    long held = rss_now();
+    double t0 = check_now();
+    malloc_trim(0);
+    double dt = check_now() - t0;
+    long after = rss_now();
+    printf("    info: %zu B blocks, %d thread(s)%s%s: live %.1f MiB, +%.1f MiB before "
+           "malloc_trim(0), +%.1f MiB after it (%.1f ms; bound +%.1f MiB)\n",
+           size, n, exit_early ? " (exited)" : "", debug ? ", debug mode" : "",
+           mib(live_count * (long)size), mib(held - base), mib(after - base), dt * 1000,
+           mib(bound));
+    CHECK(after - base <= bound,
+          "after malloc_trim(0), RSS should be within +%.1f MiB of the start (live blocks' "
+          "OS pages + 6 MiB); it was +%.1f MiB (+%.1f MiB before the call)",
+          mib(bound), mib(after - base), mib(held - base));
+    size_t bad = frag_damaged();
+    CHECK(bad == 0, "every surviving block should read as written after the trim; %zu did not",
+          bad);
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    /* (Debug mode counts its quarantine as live, and the trim empties it.) */
+    CHECK(debug ? st.live_blocks <= st_before.live_blocks : st.live_blocks == st_before.live_blocks,
+          "ebb_stats' live blocks should not grow with the trim (%llu); they were %llu",
+          (unsigned long long)st_before.live_blocks, (unsigned long long)st.live_blocks);
+    /* The free blocks a trim leaves share their OS pages with live blocks:
+     * what the telemetry counts as free or committed stays resident. */
+    CHECK((long)st.page_free_bytes <= after - base,
+          "ebb_stats' page_free_bytes after the trim should be no more than the RSS it "
+          "left (+%.1f MiB); it was %.1f MiB", mib(after - base), mib((long)st.page_free_bytes));
+    /* committed_bytes, an upper bound, still counts the interiors of free
+     * blocks of several OS pages that the trim purged (only dropped blocks
+     * leave it): near the RSS for blocks under two OS pages only. */
+    CHECK((long)size + 128 >= 2 * ps ? st.committed_bytes <= st_before.committed_bytes
+                                     : (long)st.committed_bytes <= after - base + (long)(8 * MiB),
+          "ebb_stats' committed_bytes after the trim should be near the RSS it left "
+          "(+%.1f MiB); it was %.1f MiB", mib(after - base), mib((long)st.committed_bytes));
+    long walked_after = frag_walk_count();
+    CHECK(walked_after == walked_before,
+          "the heap walk should visit the same live blocks after the trim as before "
+          "(%ld); it visited %ld", walked_before, walked_after);
+    if (debug)
+        CHECK(ebb_debug_verify() == 0, "ebb_debug_verify should find nothing after the trim");
+    /* New blocks of the same size: from the pages' remaining free blocks and
+     * fresh ones, never from dropped blocks under the survivors' feet. */
+    if (n > 0 && !exit_early) {
+        crew_open(&crew);
+        crew_wait_parked(&crew);
+    } else {
+        frag_fill_again(0, frag_again_count);
+    }
+    bad = frag_damaged();
+    CHECK(bad == 0, "every surviving block should read as written after %zu new blocks; "
+          "%zu did not", frag_again_count, bad);
+    size_t lost = 0;
+    for (size_t i = 0; i < frag_again_count; i++) {
+        const unsigned char *p = frag_again[i];
+        if (p == NULL || p[0] != 0xEE || memcmp(p, p + 1, size - 1) != 0)
+            lost++;
+    }
+    CHECK(lost == 0, "every new block should read as written; %zu did not", lost);
+    if (debug)
+        CHECK(ebb_debug_verify() == 0, "ebb_debug_verify should find nothing after new blocks");
+    if (n > 0 && !exit_early) {
+        crew_open(&crew);
+        crew_wait_parked(&crew);
+    } else {
+        frag_free_all(0, frag_count, 0, frag_again_count);
+    }
+    malloc_trim(0);
+    long end = rss_now();
+    printf("    info: everything freed: +%.1f MiB after a second malloc_trim(0)\n",
+           mib(end - base));
+    CHECK(end - base <= (long)(8 * MiB),
+          "once everything is freed, malloc_trim(0) should bring RSS within 8 MiB of the "
+          "start; it was +%.1f MiB", mib(end - base));
+    if (n > 0 && !exit_early) {
+        crew_open(&crew);
+        for (int i = 0; i < n; i++)
+            pthread_join(t[i], NULL);
+    }
+}
+
+static void child_trim_frees_pages_under_live_blocks_1000(void)
+{
+    frag_scenario(1000, 0, false);
+}
+
+static void child_trim_frees_pages_under_live_blocks_4000(void)
+{
+    frag_scenario(4000, 0, false);
+}
+
+/* Blocks of several OS pages (16 KiB up): the trim purges the interiors of
+ * free blocks that stay on their list as well as dropping whole pages. */
+static void child_trim_frees_pages_under_live_blocks_20000(void)
+{
+    frag_scenario(20000, 0, false);
+}
+
+static void child_trim_frees_pages_under_live_blocks_8_threads(void)
+{
+    frag_scenario(1000, FRAG_THREADS, false);
+    frag_scenario(4000, FRAG_THREADS, false);
+}
+
+static void child_trim_frees_pages_under_live_blocks_of_exited_threads(void)
+{
+    frag_scenario(1000, FRAG_THREADS, true);
+}
+
+static const char *const frag_env[] = {"EBB_PURGE_DELAY=10000", "EBB_UNMAP_DELAY=60000", NULL};
+static const char *const frag_debug_env[] = {"EBB_PURGE_DELAY=10000", "EBB_UNMAP_DELAY=60000",
+                                             "EBB_DEBUG=1", NULL};
+
+static void trim_frees_pages_under_live_blocks(void)
+{
+    expect_child_passes("child_trim_frees_pages_under_live_blocks_1000", frag_env, 60);
+    expect_child_passes("child_trim_frees_pages_under_live_blocks_4000", frag_env, 60);
+    expect_child_passes("child_trim_frees_pages_under_live_blocks_20000", frag_env, 60);
+}
+
+static void trim_frees_pages_under_live_blocks_of_8_threads(void)
+{
+    expect_child_passes("child_trim_frees_pages_under_live_blocks_8_threads", frag_env, 90);
+    expect_child_passes("child_trim_frees_pages_under_live_blocks_of_exited_threads", frag_env,
+                        60);
+}
+
+static void debug_mode_trim_frees_pages_under_live_blocks(void)
+{
+    expect_child_passes("child_trim_frees_pages_under_live_blocks_1000", frag_debug_env, 120);
+    expect_child_passes("child_trim_frees_pages_under_live_blocks_4000", frag_debug_env, 120);
+    expect_child_passes("child_trim_frees_pages_under_live_blocks_20000", frag_debug_env, 120);
+    expect_child_passes("child_trim_frees_pages_under_live_blocks_8_threads", frag_debug_env,
+                        180);
+}
+
 #endif /* test_purge */
 
 /* ===========================================================================
@@ -4881,6 +5199,11 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_a_waiting_thread_hands_its_written_segment_on),
     CHILD_CASE(child_malloc_trim_returns_everything_at_once),
     CHILD_CASE(child_ebb_collect_force_returns_everything_at_once),
+    CHILD_CASE(child_trim_frees_pages_under_live_blocks_1000),
+    CHILD_CASE(child_trim_frees_pages_under_live_blocks_4000),
+    CHILD_CASE(child_trim_frees_pages_under_live_blocks_20000),
+    CHILD_CASE(child_trim_frees_pages_under_live_blocks_8_threads),
+    CHILD_CASE(child_trim_frees_pages_under_live_blocks_of_exited_threads),
 #endif
 #if defined(PURGE_HOOKS)
     CHILD_CASE(child_frees_racing_purge_passes_are_purged_not_unmapped),
@@ -4999,6 +5322,9 @@ int main(int argc, char **argv)
     RUN_CASE(a_waiting_thread_hands_its_written_segment_on);
     RUN_CASE(malloc_trim_returns_everything_at_once);
     RUN_CASE(ebb_collect_force_returns_everything_at_once);
+    RUN_CASE(trim_frees_pages_under_live_blocks);
+    RUN_CASE(trim_frees_pages_under_live_blocks_of_8_threads);
+    RUN_CASE(debug_mode_trim_frees_pages_under_live_blocks);
 #endif
     return check_finish();
 }
