@@ -184,6 +184,7 @@ static void heap_reset(heap_t *heap)
     heap->segment_count = 0;
     atomic_store(&heap->remote_pending, 0);
     atomic_store(&heap->retained_pending, 0);
+    atomic_store(&heap->sparse_pending, 0);
     atomic_store(&heap->collect_asked, 0);
     atomic_store(&heap->collect_parked, 0);
     atomic_store(&heap->collect_cost_us, 0);
@@ -469,9 +470,11 @@ static bool heap_quiesce(heap_t *h)
 
 /* ---------------------------------------------------------------------------
  * The scavenger's visit to live heaps (purge.c, pass step 5). A heap whose
- * owner has taken no slow path for `idle_ms` and that received remote frees or
- * kept an empty page gives back what it can: everything, when it can be
- * quiesced; else the pages its fast paths cannot reach.
+ * owner has taken no slow path for `idle_ms` and that received remote frees,
+ * kept an empty page, or had blocks freed into full pages gives back what it
+ * can: everything, when it can be quiesced (its empty pages, and the free
+ * blocks of the pages marked in segment_t.sparse_watch, by a trim: page.c);
+ * else the pages its fast paths cannot reach.
  *
  * A heap whose owner keeps running is asked to collect, less often: its
  * owner collects a page's remote frees only when it allocates from that page,
@@ -513,17 +516,19 @@ static uint64_t busy_collect_wait_ms(const heap_t *h)
 
 void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
 {
+    heap_quiesce_init(); /* quiesce_ready decides what a busy heap keeps pending */
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h; h = h->all_next) {
         if (!h->in_use)
             continue;
         int remote = atomic_exchange(&h->remote_pending, 0) || collect_request_pending(h);
         int retained = atomic_exchange(&h->retained_pending, 0);
+        int sparse = atomic_exchange(&h->sparse_pending, 0);
         if (!remote)
             h->scav_remote_ms = 0;
         else if (h->scav_remote_ms == 0)
             h->scav_remote_ms = now_ms | 1; /* 0 means none pending */
-        if (!remote && !retained && !force)
+        if (!remote && !retained && !sparse && !force)
             continue;
         uint64_t count = atomic_load_explicit(&h->slow_count, memory_order_relaxed);
         if (count != h->scav_seen_count) {
@@ -542,6 +547,11 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
                 heap_collect_pages(h, true);
                 if (force)
                     heap_trim_pages(h); /* malloc_trim: pages with live blocks too */
+                else
+                    heap_trim_watched(h); /* pages with blocks freed under live ones */
+                /* What this visit marked (collected remote frees into full
+                 * pages) it has just trimmed. */
+                atomic_store(&h->sparse_pending, 0);
                 segment_release_empty(h); /* an idle thread keeps no header either */
                 heap_unquiesce(h);
                 done = true;
@@ -565,6 +575,8 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
                 atomic_store(&h->remote_pending, 1);
             if (retained)
                 atomic_store(&h->retained_pending, 1);
+            if (sparse && quiesce_ready) /* without membarrier, no visit can trim */
+                atomic_store(&h->sparse_pending, 1);
         }
     }
     lock_release(&heap_pool_lock);
@@ -650,7 +662,7 @@ bool heap_scavenge_pending(void)
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h && !pending; h = h->all_next)
         pending = h->in_use && (atomic_load(&h->remote_pending) || atomic_load(&h->retained_pending) ||
-                                collect_request_pending(h));
+                                atomic_load(&h->sparse_pending) || collect_request_pending(h));
     lock_release(&heap_pool_lock);
     return pending;
 }

@@ -260,16 +260,21 @@ void __tsan_acquire(void *addr);
  *      segment stays abandoned (3) with that block live: once per process,
  *      4 MiB of address space with its header and one page resident.
  *  10. Free blocks inside a small page that still holds a live block: kept
- *      for malloc to reuse, resident as far as they were written; no
- *      delayed purge touches them (malloc reuses them first). malloc_trim(0)
- *      and ebb_collect(true) give back every OS page that free blocks alone
- *      cover (dropping those blocks until their page empties) and the
- *      interiors of free blocks of several OS pages (page.c, page_trim):
- *      after a trim only OS pages that hold a byte of a live block stay.
+ *      for malloc to reuse, resident as far as they were written, while
+ *      their thread runs. A trim gives back every OS page that free blocks
+ *      alone cover (dropping those blocks until the page needs them again,
+ *      or empties) and the interiors of free blocks of several OS pages
+ *      (page.c, page_trim): malloc_trim(0) and ebb_collect(true) trim every
+ *      such page at once; the scavenger trims the pages that had blocks
+ *      freed into them since they were last full (segment_t.sparse_watch)
+ *      once their thread stays idle for a purge delay, or has exited
+ *      (abandoned segments). Not in a solo process (8: one segment at most),
+ *      nor without membarrier (heap.c, quiescing), nor for a class's pages
+ *      that never filled up.
  * So an idle process holds, beyond its live blocks, at most: the free blocks
- * of 10 (none beyond the live blocks' OS pages after a trim), page headers,
- * SEGMENT_STANDBY header pages, and nothing else once EBB_UNMAP_DELAY passed
- * (in a solo process, also 8).
+ * of 10 (in the cases above, none beyond the live blocks' OS pages), page
+ * headers, SEGMENT_STANDBY header pages, and nothing else once
+ * EBB_UNMAP_DELAY passed (in a solo process, also 8).
  * ------------------------------------------------------------------------- */
 
 /* ---------------------------------------------------------------------------
@@ -534,6 +539,14 @@ typedef struct segment_s {
      * abandoned-segment pass); read by the telemetry, racily, like the page
      * fields. Here rather than in page_t: see page_t's block counts. */
     uint16_t trimmed[SLICES_PER_SEGMENT];
+    /* Normal segments: bit i = the small page at slice i has had blocks
+     * freed into it since it was last full (page.c, page_unfull and the
+     * abandoned segments' collection) and has not been trimmed since: it may
+     * hold free blocks under live ones that only a trim gives back. Set and
+     * cleared by whoever may touch the page's free list (as `trimmed`); the
+     * scavenger trims these pages of an idle heap or an abandoned segment
+     * (page.c, "Trimming pages that still hold live blocks"). */
+    uint64_t sparse_watch;
     union {
         /* Normal segments: one descriptor per slice; [0] is unused (the
          * header lives there). */
@@ -614,6 +627,10 @@ typedef struct heap_s {
     /* Any thread: the owner kept an empty page for reuse (page.c); the
      * scavenger takes it back when the owner stays idle. */
     atomic_int retained_pending;
+    /* Any thread: a page of the heap left its full list with blocks freed
+     * into it (segment_t.sparse_watch); the scavenger trims such pages once
+     * the owner stays idle (heap.c, heap_scavenge). */
+    atomic_int sparse_pending;
     /* Under `lock`: the owner's tls.busy (set by the owner at heap creation,
      * NULL once it exited); 1 while the scavenger has the heap quiesced, when
      * the owner's lock-free paths must not touch the heap (heap.c). */
@@ -1114,6 +1131,12 @@ void page_trim(page_t *page);
 /* The same for every page of a heap (owner, or quiesced; lock held), after
  * heap_collect_pages. */
 void heap_trim_pages(heap_t *heap);
+/* The same for the pages of a heap marked in segment_t.sparse_watch: the
+ * scavenger's visit to an idle heap (quiesced, lock held). */
+void heap_trim_watched(heap_t *heap);
+/* Abandoned segment off its list (the caller's): trim its small page at
+ * slice i if it is marked in sparse_watch. */
+void page_trim_if_watched(segment_t *seg, size_t i);
 /* Whether some OS page of `page`'s run was given back by a trim. */
 bool page_has_dropped(const page_t *page);
 /* Whether block `i` of the page is a dropped one (segment_t.trimmed). */

@@ -857,10 +857,16 @@ void segment_abandoned_collect(bool force)
         if (seg == NULL)
             break;
         uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
+        /* The segment is off the list: ours to trim. malloc_trim trims every
+         * page with live blocks; a pass, those that had blocks freed into
+         * them since they were last full (their owner is gone: idle for good). */
         for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
-            if (small_page_at(seg, free_mask, i) && !page_collect_abandoned(&seg->pages[i]) &&
-                force)
-                page_trim(&seg->pages[i]); /* malloc_trim: the segment is off the list, ours */
+            if (small_page_at(seg, free_mask, i) && !page_collect_abandoned(&seg->pages[i])) {
+                if (force)
+                    page_trim(&seg->pages[i]);
+                else
+                    page_trim_if_watched(seg, i);
+            }
         }
         lock_acquire(&abandoned_lock);
         bool empty = atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL;

@@ -2858,9 +2858,10 @@ static void ebb_collect_force_returns_everything_at_once(void)
  * mode's header and canary beside the block), plus 6 MiB for the segment
  * headers (one page per 4 MiB segment), the thread stacks and the test's own
  * noise; in debug mode also what its trace tables hold (20 MiB for the
- * 600,000 calls here: ebb_stats' debug_trace_*_bytes). Then the survivors must read as written, new blocks of the same
- * size must not land on them (the trim's dropped blocks stay unusable until
- * their page empties), and once everything is freed, a second trim brings
+ * 600,000 calls here: ebb_stats' debug_trace_*_bytes). Then the survivors
+ * must read as written, and still after new blocks of the same size (which
+ * may take the dropped blocks back, never the survivors' bytes) are written
+ * all over, and once everything is freed, a second trim brings
  * RSS back within 8 MiB of the start. From one thread and from 8 (idle
  * while main trims, then exited before it: their segments abandoned), in
  * release and debug mode (where ebb_debug_verify must find nothing).
@@ -3159,6 +3160,238 @@ static void debug_mode_trim_frees_pages_under_live_blocks(void)
     expect_child_passes("child_trim_frees_pages_under_live_blocks_20000", frag_debug_env, 120);
     expect_child_passes("child_trim_frees_pages_under_live_blocks_8_threads", frag_debug_env,
                         180);
+}
+
+/* ---------------------------------------------------------------------------
+ * The same fragmentation, given back at idle with no malloc_trim: the pages
+ * that had blocks freed into them since they were last full are trimmed by
+ * the scavenger once their thread has taken no slow path for a purge delay
+ * (alive and asleep), or has exited (its segments abandoned); main alone
+ * too (300 MB is more than a solo process's one segment). Before, all of it
+ * stayed resident until malloc_trim(0) (300,000 blocks of 1,000 B, all freed
+ * but every 50th: +293 MiB for 5.9 MiB live, for as long as the process
+ * idled). Then the freed blocks are allocated again, in the trimmed pages:
+ * a trim's dropped blocks come back when their page's list runs dry, so the
+ * address space does not grow (before, each trimmed page kept its dropped
+ * blocks out of use until it emptied, and the same blocks again took a new
+ * page). Then everything is freed and the RSS comes back without a trim.
+ * ------------------------------------------------------------------------- */
+enum { IDLE_ALIVE, IDLE_EXITED, IDLE_MAIN };
+
+typedef struct frag_idle_worker_s {
+    crew_t *crew;
+    size_t from, to;
+    bool exit_early;
+} frag_idle_worker_t;
+
+/* The blocks frag_build freed, [from, to), allocated and filled again. */
+static void frag_refill(size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        if (i % FRAG_KEEP_EVERY != 0) {
+            frag_blocks[i] = malloc(frag_size);
+            if (frag_blocks[i] != NULL)
+                memset(frag_blocks[i], frag_pattern(i), frag_size);
+        }
+    }
+}
+
+/* Blocks of frag_blocks that do not read as written (or are missing). */
+static size_t frag_damaged_all(void)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < frag_count; i++) {
+        const unsigned char *p = frag_blocks[i];
+        if (p == NULL || p[0] != frag_pattern(i) || memcmp(p, p + 1, frag_size - 1) != 0)
+            bad++;
+    }
+    return bad;
+}
+
+static void *frag_idle_worker_main(void *arg)
+{
+    frag_idle_worker_t *w = arg;
+    stack_pretouch();
+    crew_park(w->crew);
+    frag_build(w->from, w->to);
+    if (w->exit_early)
+        return NULL;
+    crew_park(w->crew); /* idle, alive, while main watches the RSS */
+    frag_refill(w->from, w->to);
+    crew_park(w->crew);
+    frag_free_all(w->from, w->to, 0, 0);
+    crew_park(w->crew);
+    return NULL;
+}
+
+/* trim: malloc_trim(0) as soon as the blocks are freed, rather than waiting
+ * for the idle trim. */
+static void frag_idle_scenario(size_t size, int mode, bool trim)
+{
+    frag_size = size;
+    frag_count = size <= 4000 ? FRAG_BLOCKS : (size_t)(300 * 1000 * 1000) / size;
+    memset(frag_blocks, 0, sizeof frag_blocks); /* resident before the baseline */
+    bool debug = getenv("EBB_DEBUG") != NULL && strcmp(getenv("EBB_DEBUG"), "0") != 0;
+    static const char *const mode_name[] = {"a thread asleep", "a thread that exited",
+                                            "main alone"};
+    crew_t crew;
+    crew_init(&crew, 1);
+    pthread_t t;
+    frag_idle_worker_t w = {.crew = &crew, .from = 0, .to = frag_count,
+                            .exit_early = mode == IDLE_EXITED};
+    if (mode != IDLE_MAIN) {
+        REQUIRE(start_thread(&t, 256 * KiB, frag_idle_worker_main, &w) == 0,
+                "pthread_create failed");
+        crew_wait_parked(&crew);
+    }
+    long base = rss_settled();
+    if (mode == IDLE_MAIN) {
+        frag_build(0, frag_count);
+    } else {
+        crew_open(&crew);
+        if (mode == IDLE_EXITED)
+            pthread_join(t, NULL);
+        else
+            crew_wait_parked(&crew);
+    }
+    long held = rss_now();
+    if (trim)
+        malloc_trim(0);
+    long live_count = (long)((frag_count + FRAG_KEEP_EVERY - 1) / FRAG_KEEP_EVERY);
+    long ps = sysconf(_SC_PAGESIZE);
+    long bound = live_count * (((long)size + 128 + ps - 1) / ps + 1) * ps + (long)(6 * MiB);
+    double deadline = idle_deadline_s();
+    if (debug) { /* the record of every call's stack; the quarantine waits out its idle limit */
+        struct ebb_stats st = {.version = EBB_STATS_VERSION};
+        if (ebb_stats_get(&st) == 0)
+            bound += (long)(st.debug_trace_raw_bytes + st.debug_trace_table_bytes);
+        const char *q = getenv("EBB_DEBUG_QUARANTINE_IDLE");
+        deadline += (q ? (double)atol(q) : 1000.0) / 1000.0;
+    }
+    double t0 = check_now();
+    if (debug) { /* the quarantine first: its blocks go back to their pages when it drains */
+        struct ebb_stats st = {.version = EBB_STATS_VERSION};
+        while (ebb_stats_get(&st) == 0 && st.debug_quarantine_bytes != 0 &&
+               check_now() - t0 < deadline)
+            sleep_ms(POLL_MS);
+        CHECK(st.debug_quarantine_bytes == 0,
+              "the quarantine should drain in %.1f s once the threads idle; it held %.1f MiB",
+              deadline, mib((long)st.debug_quarantine_bytes));
+    }
+    rss_poll_t r = rss_poll_down_to(base + bound, deadline);
+    r.waited_s = check_now() - t0;
+    printf("    info: %zu B blocks, %s%s%s: live %.1f MiB; +%.1f MiB when idle, %s %.2f s: "
+           "+%.1f MiB (bound +%.1f MiB)\n",
+           size, mode_name[mode], trim ? ", malloc_trim(0)" : "", debug ? ", debug mode" : "", mib(live_count * (long)size),
+           mib(held - base), r.reached ? "after" : "still after", r.waited_s, mib(r.last - base),
+           mib(bound));
+    CHECK(r.reached,
+          "with no malloc_trim, an idle process should give back the free blocks around its "
+          "live ones: RSS within +%.1f MiB of the start (live blocks' OS pages + 6 MiB) in "
+          "%.1f s; it was +%.1f MiB (+%.1f MiB when it went idle)",
+          mib(bound), deadline, mib(r.last - base), mib(held - base));
+    size_t bad = frag_damaged();
+    CHECK(bad == 0, "every surviving block should read as written after the idle trim; %zu did not",
+          bad);
+    if (debug)
+        CHECK(ebb_debug_verify() == 0, "ebb_debug_verify should find nothing after the idle trim");
+    struct ebb_stats st_before = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st_before) == 0, "ebb_stats_get failed");
+    /* The same blocks again, by the same thread (main, where it exited). */
+    if (mode == IDLE_ALIVE) {
+        crew_open(&crew);
+        crew_wait_parked(&crew);
+    } else {
+        frag_refill(0, frag_count);
+    }
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    printf("    info: the freed blocks allocated again: reserved %.1f MiB -> %.1f MiB\n",
+           mib((long)st_before.reserved_bytes), mib((long)st.reserved_bytes));
+    CHECK(st.reserved_bytes <= st_before.reserved_bytes + 16 * MiB,
+          "allocating the freed blocks again should reuse the trimmed pages: reserved bytes "
+          "should grow by at most 16 MiB from %.1f MiB; they were %.1f MiB",
+          mib((long)st_before.reserved_bytes), mib((long)st.reserved_bytes));
+    bad = frag_damaged_all();
+    CHECK(bad == 0, "every block should read as written once allocated again; %zu of %zu did not",
+          bad, frag_count);
+    if (debug)
+        CHECK(ebb_debug_verify() == 0, "ebb_debug_verify should find nothing after the refill");
+    if (mode == IDLE_ALIVE) {
+        crew_open(&crew);
+        crew_wait_parked(&crew);
+    } else {
+        frag_free_all(0, frag_count, 0, 0);
+    }
+    r = rss_poll_down_to(base + (long)(8 * MiB), deadline);
+    CHECK(r.reached,
+          "once everything is freed, an idle process should come back within 8 MiB of the "
+          "start in %.1f s; it was +%.1f MiB", deadline, mib(r.last - base));
+    if (mode == IDLE_ALIVE) {
+        crew_open(&crew);
+        pthread_join(t, NULL);
+    }
+}
+
+static void child_idle_trim_1000_alive(void)
+{
+    frag_idle_scenario(1000, IDLE_ALIVE, false);
+}
+
+static void child_idle_trim_4000_alive(void)
+{
+    frag_idle_scenario(4000, IDLE_ALIVE, false);
+}
+
+static void child_idle_trim_20000_alive(void)
+{
+    frag_idle_scenario(20000, IDLE_ALIVE, false);
+}
+
+static void child_idle_trim_1000_exited(void)
+{
+    frag_idle_scenario(1000, IDLE_EXITED, false);
+}
+
+static void child_idle_trim_1000_main(void)
+{
+    frag_idle_scenario(1000, IDLE_MAIN, false);
+}
+
+static void child_trimmed_pages_serve_malloc_again_1000(void)
+{
+    frag_idle_scenario(1000, IDLE_MAIN, true);
+}
+
+static void child_trimmed_pages_serve_malloc_again_20000(void)
+{
+    frag_idle_scenario(20000, IDLE_ALIVE, true);
+}
+
+static const char *const idle_trim_env[] = {"EBB_UNMAP_DELAY=60000", NULL};
+static const char *const idle_trim_debug_env[] = {"EBB_UNMAP_DELAY=60000", "EBB_DEBUG=1", NULL};
+
+static void idle_process_gives_back_pages_under_live_blocks(void)
+{
+    expect_child_passes("child_idle_trim_1000_alive", idle_trim_env, 60);
+    expect_child_passes("child_idle_trim_4000_alive", idle_trim_env, 60);
+    expect_child_passes("child_idle_trim_20000_alive", idle_trim_env, 60);
+    expect_child_passes("child_idle_trim_1000_exited", idle_trim_env, 60);
+    expect_child_passes("child_idle_trim_1000_main", idle_trim_env, 60);
+}
+
+/* Before, a trimmed page kept its dropped blocks out of use until it
+ * emptied: allocating the same blocks again took new pages for all of them. */
+static void trimmed_pages_serve_malloc_again(void)
+{
+    expect_child_passes("child_trimmed_pages_serve_malloc_again_1000", idle_trim_env, 60);
+    expect_child_passes("child_trimmed_pages_serve_malloc_again_20000", idle_trim_env, 60);
+}
+
+static void debug_mode_idle_process_gives_back_pages_under_live_blocks(void)
+{
+    expect_child_passes("child_idle_trim_1000_alive", idle_trim_debug_env, 120);
+    expect_child_passes("child_idle_trim_1000_exited", idle_trim_debug_env, 120);
 }
 
 #endif /* test_purge */
@@ -5204,6 +5437,13 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_trim_frees_pages_under_live_blocks_20000),
     CHILD_CASE(child_trim_frees_pages_under_live_blocks_8_threads),
     CHILD_CASE(child_trim_frees_pages_under_live_blocks_of_exited_threads),
+    CHILD_CASE(child_idle_trim_1000_alive),
+    CHILD_CASE(child_idle_trim_4000_alive),
+    CHILD_CASE(child_idle_trim_20000_alive),
+    CHILD_CASE(child_idle_trim_1000_exited),
+    CHILD_CASE(child_idle_trim_1000_main),
+    CHILD_CASE(child_trimmed_pages_serve_malloc_again_1000),
+    CHILD_CASE(child_trimmed_pages_serve_malloc_again_20000),
 #endif
 #if defined(PURGE_HOOKS)
     CHILD_CASE(child_frees_racing_purge_passes_are_purged_not_unmapped),
@@ -5325,6 +5565,9 @@ int main(int argc, char **argv)
     RUN_CASE(trim_frees_pages_under_live_blocks);
     RUN_CASE(trim_frees_pages_under_live_blocks_of_8_threads);
     RUN_CASE(debug_mode_trim_frees_pages_under_live_blocks);
+    RUN_CASE(idle_process_gives_back_pages_under_live_blocks);
+    RUN_CASE(trimmed_pages_serve_malloc_again);
+    RUN_CASE(debug_mode_idle_process_gives_back_pages_under_live_blocks);
 #endif
     return check_finish();
 }
