@@ -572,6 +572,42 @@ mb=$(sed -n 's/^maps_bytes=//p' "$TMP/leak_many_mappings.out")
 [ "${mb:-0}" -gt 1048576 ] || fail "the listing should be longer than 1 MiB to test this; it was ${mb:-?} bytes"
 end_case
 
+# Soak finding: gawk exiting with 1.5 million live blocks spent 4.4 s and
+# about 80 MB in its leak report (tests/debug/leak_million_blocks.c: a hash
+# table of 750,000 reachable blocks and 250,000 lost ones, interleaved). The
+# report must be the same as over a few blocks: both lost groups, largest
+# first, each from its function; the program's reachable groups; the closing
+# marker last. Its own memory (the child's peak RSS with the report, less
+# without it) was 56 MiB for these 1,000,002 blocks, a 56-byte span and an
+# 8-byte work entry each; a 32-byte span and a 4-byte entry now make 35 MiB,
+# and the bound is 48 bytes a block. Its time is not asserted (4.3 s before,
+# 0.9 s now for both runs; the limit only catches a hang).
+begin_case leak_report_of_a_million_blocks
+timeout 300 env EBB_DEBUG=1 EBB_DEBUG_LEAKS=all "$D/leak_million_blocks" >"$TMP/mb.out" 2>"$TMP/mb.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0, got $rc (124: timed out)"; show "$TMP/mb.out"; show "$TMP/mb.err"; }
+grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 8000000 bytes lost in 250000 blocks$' "$TMP/mb.err" ||
+    { fail "expected 250000 blocks (8000000 bytes) lost"; head -n 3 "$TMP/mb.err"; }
+lost=$(awk '/ lost, allocated at:$/ { sub(/^==ebb== /, ""); l = $0; getline; sub(/^    #0 0x[0-9a-f]+ in /, ""); sub(/\+.*/, ""); print l " " $0 }' "$TMP/mb.err")
+want_lost="5000000 bytes in 125000 blocks lost, allocated at: lose_big
+3000000 bytes in 125000 blocks lost, allocated at: lose_small"
+[ "$lost" = "$want_lost" ] || fail "expected the lost groups (then the function of frame #0):
+$want_lost
+got:
+$lost"
+for g in '9000000 bytes in 375000 blocks' '6000000 bytes in 375000 blocks' '750000 bytes in 1 block'; do
+    grep -q "^==ebb== $g still reachable, allocated at:\$" "$TMP/mb.err" ||
+        fail "expected a group of $g still reachable (the hash table's nodes, values and buckets)"
+done
+kept=$(sed -n 's/^==ebb== still reachable: [0-9]* bytes in \([0-9]*\) blocks$/\1/p' "$TMP/mb.err")
+[ "${kept:-0}" -ge 750001 ] || fail "expected at least 750001 blocks still reachable, got ${kept:-none}"
+last=$(tail -n 1 "$TMP/mb.err")
+[ "$last" = "==ebb== end of leak report" ] || fail "expected the closing marker last, got: $last"
+kib=$(sed -n 's/^report_kib=//p' "$TMP/mb.out")
+[ -n "$kib" ] && [ "$kib" -le 46875 ] ||
+    fail "expected the report to take at most 46875 KiB (48 bytes a block) of RSS, took ${kib:-?} KiB"
+end_case
+
 # Review finding: blocks were grouped by a linear search of the groups so far
 # and sorted by selection, O(groups^2); the frames of each group cost a
 # readlink and a stat each. 32,768 blocks lost from as many call chains
