@@ -100,11 +100,14 @@ static void os_no_huge_pages_in_bss(void)
  * in debug mode too). Under mode 1 (always) the kernel grants everything;
  * under mode 2 (strict) it ignores MAP_NORESERVE and decides itself.
  *
- * RAM and swap are read at start (sysinfo); a request above that figure reads
- * the mode and the figure again (swap may have been added since), so any
- * other request costs one comparison.
+ * RAM and swap are read at the first request tested (sysinfo); a request
+ * above that figure reads the mode and the figure again (swap may have been
+ * added since), so any other request costs one comparison. Not at start: the
+ * figure lives in cold bss (no room in the page of small globals), and
+ * writing it there in every process made one more page resident in each,
+ * while only processes that map huge blocks ever read it.
  * ------------------------------------------------------------------------- */
-static _Atomic size_t ram_and_swap ebb_cold_bss; /* bytes, at the last reading */
+static _Atomic size_t ram_and_swap ebb_cold_bss; /* bytes, at the last reading; 0: not read yet */
 
 static size_t ram_and_swap_now(void)
 {
@@ -116,7 +119,7 @@ static size_t ram_and_swap_now(void)
     if (r != 0 || __builtin_add_overflow(si.totalram, si.totalswap, &units) ||
         __builtin_mul_overflow(units, si.mem_unit ? si.mem_unit : 1, &bytes))
         return SIZE_MAX; /* unknown: the kernel decides */
-    return bytes;
+    return bytes != 0 ? bytes : SIZE_MAX; /* never 0, "not read yet" */
 }
 
 bool os_overcommit_allows(size_t size)
@@ -124,6 +127,12 @@ bool os_overcommit_allows(size_t size)
     size_t known = atomic_load_explicit(&ram_and_swap, memory_order_relaxed);
     if (size <= known)
         return true;
+    if (known == 0) { /* the first request tested (ram_and_swap_now is never 0) */
+        known = ram_and_swap_now();
+        atomic_store_explicit(&ram_and_swap, known, memory_order_relaxed);
+        if (size <= known)
+            return true;
+    }
     char mode[8];
     if (os_read_file("/proc/sys/vm/overcommit_memory", mode, sizeof mode) == 0 || mode[0] != '0')
         return true;
@@ -162,7 +171,6 @@ void os_init(void)
         top = (uintptr_t)__builtin_frame_address(0);
     unsigned bits = 64 - (unsigned)__builtin_clzl(top | 1);
     os_info.map_max = bits >= 8 * sizeof(size_t) ? SIZE_MAX : (size_t)1 << bits;
-    atomic_store_explicit(&ram_and_swap, ram_and_swap_now(), memory_order_relaxed);
 }
 
 /* ---------------------------------------------------------------------------

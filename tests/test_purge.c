@@ -45,6 +45,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -3394,6 +3395,91 @@ static void debug_mode_idle_process_gives_back_pages_under_live_blocks(void)
     expect_child_passes("child_idle_trim_1000_exited", idle_trim_debug_env, 120);
 }
 
+/* ---------------------------------------------------------------------------
+ * 1h. The floor (docs/memory-return.md, "The floor"): what ebb itself keeps
+ * resident in a process that barely allocates. Every page of libebb's own
+ * writable data (its relocated data, .data, .bss and the sparse cold arrays
+ * after them) that a process touches is resident in every process that loads
+ * ebb, for its whole life. Counted with mincore over libebb's writable
+ * PT_LOAD segment, in a fresh child (no earlier case ran in it); debug mode,
+ * whose tables live there too, off.
+ * ------------------------------------------------------------------------- */
+typedef struct ebb_data_s {
+    uintptr_t start, end; /* page-aligned */
+} ebb_data_t;
+
+static int find_ebb_data(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    ebb_data_t *d = arg;
+    if (info->dlpi_name == NULL || strstr(info->dlpi_name, "libebb") == NULL)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+            uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+            d->start = lo & ~(uintptr_t)4095;
+            d->end = (hi + 4095) & ~(uintptr_t)4095;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Resident pages of libebb's writable segment, listed in `list`. */
+static long ebb_data_resident_pages(char *list, size_t list_size)
+{
+    ebb_data_t d = {0, 0};
+    if (dl_iterate_phdr(find_ebb_data, &d) == 0 || d.end <= d.start)
+        return -1;
+    static unsigned char vec[4096]; /* 16 MiB of pages: libebb's is under 10 */
+    size_t pages = (d.end - d.start) / 4096;
+    if (pages > sizeof vec || mincore((void *)d.start, d.end - d.start, vec) != 0)
+        return -1;
+    long n = 0;
+    size_t used = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < pages; i++) {
+        if (!(vec[i] & 1))
+            continue;
+        n++;
+        int w = snprintf(list + used, list_size - used, " %zu", i);
+        if (w > 0 && (size_t)w < list_size - used)
+            used += (size_t)w;
+    }
+    return n;
+}
+
+/* The relocated-data page (.got, .data.rel.ro: written by the loader), the
+ * page of .data and the small globals, one page of the segment map, one of
+ * the heap table: nothing else of ebb's static data is written by a process
+ * that allocates from one thread. */
+#define EBB_DATA_PAGES_MAX 4
+
+static void child_a_fresh_process_writes_few_of_ebbs_static_pages(void)
+{
+    void *volatile p = malloc(64);
+    REQUIRE(p != NULL, "malloc(64) returned NULL");
+    free(p);
+    char list[256];
+    long n = ebb_data_resident_pages(list, sizeof list);
+    if (n < 0) {
+        SKIP_CHECK("libebb's writable segment not found (a static build?)");
+        return;
+    }
+    printf("    info: %ld of libebb's writable pages resident (page indexes:%s)\n", n, list);
+    CHECK(n <= EBB_DATA_PAGES_MAX,
+          "after one malloc at most %d pages of libebb's writable data should be resident "
+          "(relocated data, small globals, segment map, heap table); %ld are (page indexes:%s)",
+          EBB_DATA_PAGES_MAX, n, list);
+}
+
+static void a_fresh_process_writes_few_of_ebbs_static_pages(void)
+{
+    static const char *const env[] = {"EBB_DEBUG=0", NULL};
+    expect_child_passes("child_a_fresh_process_writes_few_of_ebbs_static_pages", env, 30);
+}
+
 #endif /* test_purge */
 
 /* ===========================================================================
@@ -5444,6 +5530,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_idle_trim_1000_main),
     CHILD_CASE(child_trimmed_pages_serve_malloc_again_1000),
     CHILD_CASE(child_trimmed_pages_serve_malloc_again_20000),
+    CHILD_CASE(child_a_fresh_process_writes_few_of_ebbs_static_pages),
 #endif
 #if defined(PURGE_HOOKS)
     CHILD_CASE(child_frees_racing_purge_passes_are_purged_not_unmapped),
@@ -5568,6 +5655,7 @@ int main(int argc, char **argv)
     RUN_CASE(idle_process_gives_back_pages_under_live_blocks);
     RUN_CASE(trimmed_pages_serve_malloc_again);
     RUN_CASE(debug_mode_idle_process_gives_back_pages_under_live_blocks);
+    RUN_CASE(a_fresh_process_writes_few_of_ebbs_static_pages);
 #endif
     return check_finish();
 }
