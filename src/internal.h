@@ -154,7 +154,10 @@ void __tsan_acquire(void *addr);
 #define SEGMENT_REGION_MAX 16
 
 /* Fully free segments kept mapped (their slices purged) even after the unmap
- * delay, so an idle program that wakes up does not start with an mmap. */
+ * delay, so an idle program that wakes up does not start with an mmap. Past
+ * that delay the standby's header goes back too: it is zeroed and kept as
+ * blank address space, handed out first as a new segment (segment.c,
+ * region_blank), so it holds no resident page. */
 #define SEGMENT_STANDBY 1
 
 /* A process that never created a thread and fits in one segment gets no
@@ -238,7 +241,8 @@ void __tsan_acquire(void *addr);
  *      slices resident goes to 5 at once instead, last or not, with the
  *      pages of 2 it holds, so other threads reuse it.)
  *   5. The segment cache: <= SEGMENT_CACHE_MAX free segments, their slices
- *      following 1, unmapped after EBB_UNMAP_DELAY except SEGMENT_STANDBY.
+ *      following 1, unmapped after EBB_UNMAP_DELAY except SEGMENT_STANDBY,
+ *      which then gives its header page back too (blank, nothing resident).
  *      Free segments beyond it (the overflow list) are unmapped one purge
  *      delay after their release, like 1. The untouched spare of the last
  *      segment region is unmapped after EBB_UNMAP_DELAY.
@@ -272,9 +276,10 @@ void __tsan_acquire(void *addr);
  *      nor without membarrier (heap.c, quiescing), nor for a class's pages
  *      that never filled up.
  * So an idle process holds, beyond its live blocks, at most: the free blocks
- * of 10 (in the cases above, none beyond the live blocks' OS pages), page
- * headers, SEGMENT_STANDBY header pages, and nothing else once
- * EBB_UNMAP_DELAY passed (in a solo process, also 8).
+ * of 10 (in the cases above, none beyond the live blocks' OS pages), the
+ * header pages of the segments heaps hold, and nothing else once
+ * EBB_UNMAP_DELAY passed (in a solo process, also 8; with
+ * EBB_PURGE_DELAY=-1, also the standby's header).
  * ------------------------------------------------------------------------- */
 
 /* ---------------------------------------------------------------------------
@@ -794,6 +799,10 @@ bool os_move(void *src, size_t size, size_t new_size, void *dst);
  * takes them when it needs memory and their contents are undefined until
  * written (returns false). */
 bool os_purge(void *p, size_t size);
+/* Give the pages back and make them read as zero, whatever EBB_PURGE_METHOD
+ * says (MADV_DONTNEED; counted as a purge). p: private anonymous memory.
+ * False if the kernel refused (locked pages: mlockall): contents unchanged. */
+bool os_zero(void *p, size_t size);
 /* Mark a range so khugepaged never folds it into a huge page. */
 void os_no_huge_pages(void *p, size_t size);
 /* Ask for a range to be backed by transparent huge pages where it can be

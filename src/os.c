@@ -1351,6 +1351,16 @@ bool os_purge(void *p, size_t size)
     return zeroed;
 }
 
+bool os_zero(void *p, size_t size)
+{
+    atomic_fetch_add_explicit(&purge_calls, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&purged_bytes, size, memory_order_relaxed);
+    int saved = errno;
+    bool zeroed = madvise(p, size, MADV_DONTNEED) == 0;
+    errno = saved;
+    return zeroed;
+}
+
 void os_no_huge_pages(void *p, size_t size)
 {
     int saved = errno;

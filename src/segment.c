@@ -161,12 +161,26 @@ static lock_t region_lock = LOCK_INIT;
 static uint8_t *region_next, *region_end;
 static size_t region_grow = 1;  /* segments in the next region */
 static uint64_t region_used_ms; /* when a segment was last taken */
+/* The standby segment once the unmap delay passed (SEGMENT_STANDBY,
+ * segment_cache_decay): still mapped, so an idle program that wakes up makes
+ * no mmap, but with every page given back, its header too, and out of every
+ * list and of the segment map; all zero, so it is handed out first as if new
+ * from a region. Keeping the header resident instead held 4 KiB per idle
+ * process (docs/memory-return.md, "The floor"). Under region_lock. */
+static segment_t *region_blank;
 
 static segment_t *segment_from_region(void)
 {
     segment_t *seg = NULL;
     bool spare = false;
     lock_acquire(&region_lock);
+    if (region_blank != NULL) {
+        seg = region_blank;
+        region_blank = NULL;
+        region_used_ms = os_now_ms();
+        lock_release(&region_lock);
+        return seg;
+    }
     if (region_next == region_end) {
         size_t n = region_grow;
         uint8_t *r = os_map_aligned(n * SEGMENT_SIZE, SEGMENT_SIZE, 0);
@@ -206,19 +220,36 @@ static bool region_decay(uint64_t now_ms, bool force)
         region_next = region_end = NULL;
         region_grow = 1;
     }
+    segment_t *blank = NULL;
+    if (force) {
+        blank = region_blank;
+        region_blank = NULL;
+    }
     bool pending = region_next != region_end;
     lock_release(&region_lock);
     if (start)
         os_unmap(start, size);
+    if (blank)
+        os_unmap(blank, SEGMENT_SIZE);
     return pending;
 }
 
+/* Mapped and untouched: the last region's rest and the blank standby. */
 size_t segment_spare_bytes(void)
 {
     lock_acquire(&region_lock);
-    size_t n = (size_t)(region_end - region_next);
+    size_t n = (size_t)(region_end - region_next) + (region_blank ? SEGMENT_SIZE : 0);
     lock_release(&region_lock);
     return n;
+}
+
+/* Does the last region have a rest that region_decay unmaps later? */
+static bool region_spare_pending(void)
+{
+    lock_acquire(&region_lock);
+    bool pending = region_next != region_end;
+    lock_release(&region_lock);
+    return pending;
 }
 
 static segment_t *segment_map_new(void)
@@ -250,7 +281,9 @@ static segment_t *segment_map_new(void)
     return seg;
 }
 
-static void segment_unmap(segment_t *seg)
+/* Off the purge list, the segment map and the list of all segments: nobody
+ * reaches `seg` any more (its caller took it off the cache). */
+static void segment_forget(segment_t *seg)
 {
     purge_segment_forget(seg);
     segment_map_set(seg, false);
@@ -262,7 +295,29 @@ static void segment_unmap(segment_t *seg)
     if (seg->all_next)
         seg->all_next->all_prev = seg->all_prev;
     lock_release(&segments_lock);
+}
+
+static void segment_unmap(segment_t *seg)
+{
+    segment_forget(seg);
     os_unmap(seg, SEGMENT_SIZE);
+}
+
+/* The standby segment, past the unmap delay and with every free slice
+ * purged already: forgotten, zeroed (its header was the one page it still
+ * held) and kept mapped as region_blank, unless one is kept already or the
+ * kernel would not zero it (then it is unmapped). */
+static void segment_blank(segment_t *seg)
+{
+    segment_forget(seg);
+    bool zeroed = os_zero(seg, SEGMENT_SIZE);
+    lock_acquire(&region_lock);
+    bool kept = zeroed && region_blank == NULL;
+    if (kept)
+        region_blank = seg;
+    lock_release(&region_lock);
+    if (!kept)
+        os_unmap(seg, SEGMENT_SIZE);
 }
 
 /* Unmap a chain of segments linked through seg->next. */
@@ -273,6 +328,15 @@ static void segment_unmap_chain(segment_t *seg)
         segment_unmap(seg);
         seg = next;
     }
+}
+
+/* Under cache_lock: will a later pass have something to do here? Segments
+ * beyond the standby to unmap, or the standby to blank (segment_blank), but
+ * not while EBB_PURGE_DELAY=-1 keeps its slices. */
+static bool cache_pending_locked(void)
+{
+    return cache_count > SEGMENT_STANDBY || overflow_first != NULL ||
+           (cache_count == 1 && option_get(OPT_PURGE_DELAY) >= 0);
 }
 
 /* Under cache_lock, after the cache or the overflow list changed. */
@@ -308,7 +372,7 @@ static void segment_release(segment_t *seg)
         overflow_count++;
         seg = NULL;
     }
-    bool decay = cache_count > SEGMENT_STANDBY || overflow_first != NULL;
+    bool decay = cache_pending_locked();
     cache_entries_update();
     lock_release(&cache_lock);
     if (seg)
@@ -320,9 +384,9 @@ static void segment_release(segment_t *seg)
 bool segment_cache_pending(void)
 {
     lock_acquire(&cache_lock);
-    bool pending = cache_count > SEGMENT_STANDBY || overflow_first != NULL;
+    bool pending = cache_pending_locked();
     lock_release(&cache_lock);
-    return pending || segment_spare_bytes() > 0;
+    return pending || region_spare_pending();
 }
 
 bool segment_cache_decay(uint64_t now_ms, bool force)
@@ -339,6 +403,15 @@ bool segment_cache_decay(uint64_t now_ms, bool force)
         drop[n++] = cache[0];
         cache_count--;
         memmove(&cache[0], &cache[1], cache_count * sizeof cache[0]);
+    }
+    /* The standby itself, past the delay too, goes blank once its slices
+     * are purged (never while EBB_PURGE_DELAY=-1 keeps them). */
+    segment_t *blank = NULL;
+    if (!force && cache_count == 1 && purge_delay >= 0 &&
+        ms_since(now_ms, cache[0]->cached_at_ms) >= delay &&
+        atomic_load_explicit(&cache[0]->dirty_slices, memory_order_relaxed) == 0) {
+        blank = cache[0];
+        cache_count = 0;
     }
     /* The overflow list, oldest first, after one purge delay. */
     while (overflow_first &&
@@ -357,12 +430,14 @@ bool segment_cache_decay(uint64_t now_ms, bool force)
         overflow_first->prev = NULL;
     else
         overflow_last = NULL;
-    bool pending = cache_count > SEGMENT_STANDBY || overflow_first != NULL;
+    bool pending = cache_pending_locked();
     cache_entries_update();
     lock_release(&cache_lock);
     for (size_t i = 0; i < n; i++)
         segment_unmap(drop[i]);
     segment_unmap_chain(chain);
+    if (blank)
+        segment_blank(blank);
     pending |= region_decay(now_ms, force);
     return pending;
 }
@@ -382,7 +457,7 @@ bool segment_cache_release(void)
     for (size_t i = 0; i < n; i++)
         segment_unmap(drop[i]);
     segment_unmap_chain(chain);
-    bool spare = segment_spare_bytes() != 0; /* the last region's untouched rest */
+    bool spare = segment_spare_bytes() != 0; /* the last region's untouched rest, the blank */
     region_decay(0, true);
     return n > 0 || chain != NULL || spare;
 }

@@ -3480,6 +3480,92 @@ static void a_fresh_process_writes_few_of_ebbs_static_pages(void)
     expect_child_passes("child_a_fresh_process_writes_few_of_ebbs_static_pages", env, 30);
 }
 
+/* Of the segments whose addresses are in `seg`, how many still have their
+ * header page resident (an unmapped one has none). */
+static int segment_headers_resident(const uintptr_t *seg, int n)
+{
+    int resident = 0;
+    for (int i = 0; i < n; i++) {
+        unsigned char v = 0;
+        if (mincore((void *)seg[i], 4096, &v) == 0 && (v & 1))
+            resident++;
+    }
+    return resident;
+}
+
+#define STANDBY_BIG_BLOCKS 16 /* x 512 KiB: 7 to a segment, so three segments */
+
+/* Segments a heap holds (its own or abandoned): all but the cached ones. */
+static long segments_held(void)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    if (ebb_stats_get(&st) != 0)
+        return -1;
+    return (long)(st.segments - st.segments_cached);
+}
+
+/* A thread that filled three segments and freed everything in reverse order
+ * gives the segments it does not keep to the cache; after the unmap delay
+ * one of them, the standby, stays mapped for a later wake-up. Only the
+ * segments a heap holds keep their header page resident: the standby's goes
+ * back too, and the standby then serves the next segment without a new
+ * mapping. */
+static void child_the_standby_segment_keeps_no_page_resident(void)
+{
+    void *b[STANDBY_BIG_BLOCKS];
+    uintptr_t seg[STANDBY_BIG_BLOCKS];
+    int n_seg = 0;
+    for (int i = 0; i < STANDBY_BIG_BLOCKS; i++) {
+        b[i] = malloc(512 * KiB);
+        REQUIRE(b[i] != NULL, "malloc(512 KiB) #%d returned NULL", i);
+        touch(b[i], 512 * KiB, i + 1);
+        uintptr_t s = (uintptr_t)b[i] & ~(uintptr_t)(4 * MiB - 1);
+        if (n_seg == 0 || seg[n_seg - 1] != s)
+            seg[n_seg++] = s;
+    }
+    REQUIRE(n_seg >= 3, "the blocks should span three segments; they span %d", n_seg);
+    for (int i = STANDBY_BIG_BLOCKS; i-- > 0;)
+        free(b[i]);
+    double deadline = check_now() + (double)(opt_unmap_delay_ms() + 4 * opt_purge_delay_ms()) / 1000.0 + 1.0;
+    int resident = segment_headers_resident(seg, n_seg);
+    long held = segments_held();
+    while ((resident > held || held < 0) && check_now() < deadline) {
+        sleep_ms(20);
+        resident = segment_headers_resident(seg, n_seg);
+        held = segments_held();
+    }
+    printf("    info: %d segments used, %ld held by a heap, %d header pages resident:", n_seg, held,
+           resident);
+    for (int i = 0; i < n_seg; i++) {
+        unsigned char v = 0;
+        int r = mincore((void *)seg[i], 4096, &v);
+        printf(" %#lx %s", (unsigned long)seg[i], r != 0 ? "unmapped" : (v & 1) ? "resident" : "mapped");
+    }
+    printf("\n");
+    CHECK(held >= 0 && resident <= held,
+          "after the unmap delay only the segments a heap holds (%ld) should keep their header "
+          "page resident, the standby not; %d of the %d used do", held, resident, n_seg);
+    struct ebb_stats before = {.version = EBB_STATS_VERSION}, after = before;
+    REQUIRE(ebb_stats_get(&before) == 0, "ebb_stats_get failed");
+    for (int i = 0; i < STANDBY_BIG_BLOCKS; i++) {
+        b[i] = malloc(512 * KiB);
+        REQUIRE(b[i] != NULL, "malloc(512 KiB) #%d returned NULL", i);
+        touch(b[i], 512 * KiB, i + 1);
+    }
+    REQUIRE(ebb_stats_get(&after) == 0, "ebb_stats_get failed");
+    CHECK(after.os_map_calls - before.os_map_calls <= 1,
+          "the same blocks again should map one segment at most (the standby serves one); "
+          "%llu mmap calls", (unsigned long long)(after.os_map_calls - before.os_map_calls));
+    for (int i = STANDBY_BIG_BLOCKS; i-- > 0;)
+        free(b[i]);
+}
+
+static void the_standby_segment_keeps_no_page_resident(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", "EBB_UNMAP_DELAY=200", NULL};
+    expect_child_passes("child_the_standby_segment_keeps_no_page_resident", env, 30);
+}
+
 #endif /* test_purge */
 
 /* ===========================================================================
@@ -5531,6 +5617,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_trimmed_pages_serve_malloc_again_1000),
     CHILD_CASE(child_trimmed_pages_serve_malloc_again_20000),
     CHILD_CASE(child_a_fresh_process_writes_few_of_ebbs_static_pages),
+    CHILD_CASE(child_the_standby_segment_keeps_no_page_resident),
 #endif
 #if defined(PURGE_HOOKS)
     CHILD_CASE(child_frees_racing_purge_passes_are_purged_not_unmapped),
@@ -5656,6 +5743,7 @@ int main(int argc, char **argv)
     RUN_CASE(trimmed_pages_serve_malloc_again);
     RUN_CASE(debug_mode_idle_process_gives_back_pages_under_live_blocks);
     RUN_CASE(a_fresh_process_writes_few_of_ebbs_static_pages);
+    RUN_CASE(the_standby_segment_keeps_no_page_resident);
 #endif
     return check_finish();
 }
