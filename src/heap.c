@@ -103,13 +103,40 @@ static uint8_t *heap_chunk_next, *heap_chunk_end;
 /* The heaps in use by thread id, so that a new thread finds a dead thread's
  * heap carrying its id (heaps_of_dead_thread_hand_back) without walking
  * every heap: that walk made a new thread's first malloc cost 35 us with
- * 3,000 threads alive. Chained through id_next, under heap_pool_lock. */
-#define HEAP_ID_BUCKETS 4096
+ * 3,000 threads alive. Chained through id_next, under heap_pool_lock.
+ * Two sizes: HEAP_ID_FIRST_BUCKETS in the first bytes of the first heap
+ * chunk, on the page the first heap is on, until more than HEAP_ID_GROW
+ * heaps are in use; then heap_by_id, in cold bss. A table of its own page
+ * from the start kept one page more resident in every process (4 KiB of
+ * what ebb held above glibc after idle, docs/memory-return.md, "The
+ * floor"); chains stay 4 heaps long on average either way. */
+#define HEAP_ID_BUCKETS       4096 /* heap_by_id: a power of two */
+#define HEAP_ID_FIRST_BUCKETS 128  /* 1 KiB: a power of two */
+#define HEAP_ID_GROW          (4 * HEAP_ID_FIRST_BUCKETS)
 static heap_t *heap_by_id[HEAP_ID_BUCKETS] ebb_cold_bss;
+/* NULL before the first heap; the first chunk's table; heap_by_id once grown. */
+static heap_t **heap_buckets;
+static unsigned heap_ids_in_use; /* heaps linked into heap_buckets */
 
 static heap_t **heap_id_bucket(uintptr_t thread_id)
 {
-    return &heap_by_id[(thread_id * 0x9E3779B97F4A7C15ull) >> 52];
+    uint64_t hash = thread_id * 0x9E3779B97F4A7C15ull;
+    if (heap_buckets == heap_by_id)
+        return &heap_by_id[hash >> (64 - __builtin_ctz(HEAP_ID_BUCKETS))];
+    return &heap_buckets[hash >> (64 - __builtin_ctz(HEAP_ID_FIRST_BUCKETS))];
+}
+
+/* Under heap_pool_lock: move every heap in use to heap_by_id. */
+static void heap_ids_grow(void)
+{
+    heap_buckets = heap_by_id;
+    for (heap_t *h = heap_all; h; h = h->all_next) {
+        if (!h->in_use)
+            continue;
+        heap_t **bucket = heap_id_bucket(h->thread_id);
+        h->id_next = *bucket;
+        *bucket = h;
+    }
 }
 
 /* A heap for the thread `thread_id`. Under heap_pool_lock, so that threads
@@ -132,6 +159,10 @@ static heap_t *heap_pool_take(uintptr_t thread_id)
             }
             heap_chunk_next = chunk;
             heap_chunk_end = chunk + HEAP_CHUNK_SIZE;
+            if (heap_buckets == NULL) { /* the first chunk: the first table too */
+                heap_buckets = (heap_t **)chunk;
+                heap_chunk_next += HEAP_ID_FIRST_BUCKETS * sizeof(heap_t *);
+            }
         }
         heap = (heap_t *)heap_chunk_next;
         heap_chunk_next += sizeof(heap_t);
@@ -143,6 +174,8 @@ static heap_t *heap_pool_take(uintptr_t thread_id)
     heap_t **bucket = heap_id_bucket(thread_id);
     heap->id_next = *bucket;
     *bucket = heap;
+    if (++heap_ids_in_use > HEAP_ID_GROW && heap_buckets != heap_by_id)
+        heap_ids_grow();
     lock_release(&heap_pool_lock);
     return heap;
 }
@@ -154,6 +187,7 @@ static void heap_pool_put_locked(heap_t *heap)
         link = &(*link)->id_next;
     *link = heap->id_next;
     heap->id_next = NULL;
+    heap_ids_in_use--;
     heap->in_use = false;
     heap->thread_id = 0;
     heap->pool_next = heap_pool_free;
@@ -234,6 +268,10 @@ static bool heap_owner_gone(const heap_t *heap)
 void heaps_of_dead_thread_hand_back(uintptr_t thread_id)
 {
     lock_acquire(&heap_pool_lock);
+    if (heap_buckets == NULL) { /* no heap yet */
+        lock_release(&heap_pool_lock);
+        return;
+    }
     for (heap_t *h = *heap_id_bucket(thread_id), *next; h != NULL; h = next) {
         next = h->id_next; /* a hand-back unlinks h alone */
         if (h->thread_id != thread_id)
