@@ -270,8 +270,8 @@ void __tsan_acquire(void *addr);
  *      or empties) and the interiors of free blocks of several OS pages
  *      (page.c, page_trim): malloc_trim(0) and ebb_collect(true) trim every
  *      such page at once; the scavenger trims the pages that had blocks
- *      freed into them since they were last full (segment_t.sparse_watch)
- *      once their thread stays idle for a purge delay, or has exited
+ *      freed into them since they were last full or last trimmed
+ *      (segment_t.sparse_watch) once their thread stays idle for a purge delay, or has exited
  *      (abandoned segments). Not in a solo process (8: one segment at most),
  *      nor without membarrier (heap.c, quiescing), nor for a class's pages
  *      that never filled up.
@@ -396,6 +396,10 @@ enum { PAGE_FREE = 0, PAGE_SMALL = 1, PAGE_LARGE = 2 };
 #endif
 #define XTHREAD_FLAGS     (XTHREAD_IN_FULL | XTHREAD_ABANDONED | XTHREAD_GEN_MASK)
 
+/* page_t.in_full values (0: in its class queue, nothing to signal). */
+#define PAGE_IN_FULL 1
+#define PAGE_FREE_SIGNAL 2
+
 /* A page descriptor. One per slice, in the segment header; for a run of slices
  * the descriptor of the first slice is the page (segment_t.slice_offset leads
  * from any slice of the run to it). */
@@ -423,7 +427,12 @@ typedef struct page_s {
     uint8_t kind;        /* PAGE_FREE, PAGE_SMALL, PAGE_LARGE */
     uint8_t class_idx;   /* size class of a small page */
     uint8_t slice_count; /* slices in the run (first slice of a run only) */
-    /* Owner-only. The page is in its heap's `full` list. */
+    /* Owner-only (or the scavenger, the heap quiesced). PAGE_IN_FULL: the
+     * page is in its heap's `full` list. PAGE_FREE_SIGNAL: it is in its
+     * class queue and a trim left it (page.c, page_trim): the owner's next
+     * free into it takes the slow path, which marks it for the next trim
+     * (segment_t.sparse_watch). Any nonzero value sends the free fast path to
+     * page_free_local_slow. */
     uint8_t in_full;
     /* Owner-only. A large page's block is known to be zero (fresh from the OS). */
     uint8_t is_zero;
@@ -545,8 +554,9 @@ typedef struct segment_s {
      * fields. Here rather than in page_t: see page_t's block counts. */
     uint16_t trimmed[SLICES_PER_SEGMENT];
     /* Normal segments: bit i = the small page at slice i has had blocks
-     * freed into it since it was last full (page.c, page_unfull and the
-     * abandoned segments' collection) and has not been trimmed since: it may
+     * freed into it since it was last full or last trimmed (page.c,
+     * page_unfull, the free that a trim's PAGE_FREE_SIGNAL sends to the slow
+     * path, and the abandoned segments' collection): it may
      * hold free blocks under live ones that only a trim gives back. Set and
      * cleared by whoever may touch the page's free list (as `trimmed`); the
      * scavenger trims these pages of an idle heap or an abandoned segment

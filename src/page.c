@@ -255,12 +255,12 @@ static bool page_to_full(heap_t *heap, page_t *page)
         return false;
     queue_remove(&heap->queues[page->class_idx], page);
     queue_push_back(&heap->full, page);
-    page->in_full = 1;
+    page->in_full = PAGE_IN_FULL;
     heap_direct_update(heap, page->class_idx);
     return true;
 }
 
-/* The page had blocks freed into it since it was last full: it may come to
+/* The page had blocks freed into it since it was last full or trimmed: it may come to
  * hold free blocks under live ones, which only a trim gives back. Mark it
  * for the scavenger's visit once the owner idles (heap.c, heap_scavenge);
  * the first mark of a heap wakes the scavenger. */
@@ -368,7 +368,7 @@ static page_t *page_take_retained(heap_t *heap, unsigned cls)
      * nothing carved, so the telemetry learns it here (review finding). */
     segment_run_mark_prewritten(best, (size_t)best->capacity * best->block_size);
     retained_set(heap, old, NULL);
-    queue_remove(best->in_full ? &heap->full : &heap->queues[old], best);
+    queue_remove(best->in_full == PAGE_IN_FULL ? &heap->full : &heap->queues[old], best);
     heap_direct_update(heap, old);
     page_init_small(heap, best, cls);
     return best;
@@ -392,7 +392,7 @@ static void page_free_run(heap_t *heap, page_t *page)
         unsigned cls = page->class_idx;
         if (atomic_load_explicit(&page->kept, memory_order_relaxed))
             retained_set(heap, cls, NULL);
-        queue_remove(page->in_full ? &heap->full : &heap->queues[cls], page);
+        queue_remove(page->in_full == PAGE_IN_FULL ? &heap->full : &heap->queues[cls], page);
         page->in_full = 0;
         heap_direct_update(heap, cls);
     }
@@ -653,8 +653,10 @@ void page_free_local_slow(heap_t *heap, page_t *page)
             retained_set(heap, cls, page);
             if (page->in_full || heap->queues[cls].first != page) {
                 lock_acquire(&heap->lock);
-                if (page->in_full)
+                if (page->in_full == PAGE_IN_FULL)
                     page_unfull(heap, page);
+                else /* PAGE_FREE_SIGNAL: empty, nothing under live blocks to trim */
+                    page->in_full = 0;
                 page_queue_t *q = &heap->queues[cls];
                 if (q->first != page) {
                     queue_remove(q, page);
@@ -695,8 +697,11 @@ void page_free_local_slow(heap_t *heap, page_t *page)
             segment_maybe_release(heap, seg);
         else if (large)
             seg->handoff_watch = true;
-    } else if (page->in_full) {
+    } else if (page->in_full == PAGE_IN_FULL) {
         page_unfull(heap, page);
+    } else if (page->in_full == PAGE_FREE_SIGNAL) {
+        page->in_full = 0;
+        page_watch_sparse(heap, page); /* freed into since its trim */
     }
     heap_collect_if_asked(heap); /* after the last use of page and seg */
     lock_release(&heap->lock);
@@ -879,7 +884,12 @@ void heap_collect_pages(heap_t *heap, bool force)
     for (unsigned cls = 0; cls < CLASS_COUNT; cls++) {
         for (page_t *page = heap->queues[cls].first; page; page = next) {
             next = page->next;
+            uint16_t used = page->used;
             page_collect(page);
+            if (page->used < used && page->in_full == PAGE_FREE_SIGNAL) {
+                page->in_full = 0; /* remote frees since its trim: mark it again */
+                page_watch_sparse(heap, page);
+            }
             if (page->used == 0 && (force || page != heap->queues[cls].first || next))
                 page_free(heap, page);
         }
@@ -913,13 +923,16 @@ void heap_collect_pages(heap_t *heap, bool force)
  * Who trims: malloc_trim(0) and ebb_collect(true) every such page (the
  * caller's heap, quiesced heaps, abandoned segments); the scavenger, without
  * being asked, the pages marked in segment_t.sparse_watch, those that had
- * blocks freed into them since they were last full (page_unfull, and the
- * abandoned segments' collection), once their heap has taken no slow path
+ * blocks freed into them since they were last full (page_unfull) or last
+ * trimmed (the trim sets PAGE_FREE_SIGNAL, so that the owner's next free
+ * into the page takes the slow path, and the idle visit's collection of
+ * remote frees looks at it too), and the abandoned segments' collected
+ * pages, once their heap has taken no slow path
  * for a purge delay and can be quiesced (heap.c, heap_scavenge), or their
  * owner has exited (segment.c, segment_abandoned_collect). The mark is the
  * signal the free fast path cannot give: a page whose blocks are freed one
  * by one, none of them its last, takes one slow path, the first free into it
- * while full (review finding: 300,000 blocks of 1,000 B, all freed but every
+ * while full or since its trim (review finding: 300,000 blocks of 1,000 B, all freed but every
  * 50th, kept 302 MiB resident in an idle process until malloc_trim).
  * ------------------------------------------------------------------------- */
 
@@ -1010,6 +1023,14 @@ void page_trim(page_t *page)
     size_t bs = page->block_size, capacity = page->capacity, ps = os_info.page_size;
     segment_t *seg = page_segment(page);
     seg->sparse_watch &= ~((uint64_t)1 << (page - seg->pages));
+    /* Blocks freed into the page from now on may make more OS pages free:
+     * the owner's next free marks it again (page_free_local_slow), as the
+     * first free into a full page does. Without this, a trim that found
+     * little to give back (half the blocks live) unmarked the page for good,
+     * and whatever its thread freed into it later stayed resident while it
+     * idled (review of a87ac0c: 30 MiB instead of 3). */
+    if (page->kind == PAGE_SMALL && page->in_full != PAGE_IN_FULL && page->used != 0)
+        page->in_full = PAGE_FREE_SIGNAL;
     if (per == 0 || page->kind != PAGE_SMALL || page->free == NULL || page->used == 0 ||
         capacity > TRIM_BLOCKS_MAX || (capacity - page->used) * bs < ps)
         return;
