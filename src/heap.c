@@ -552,6 +552,15 @@ static uint64_t busy_collect_wait_ms(const heap_t *h)
     return cost_ms > BUSY_COLLECT_MS ? cost_ms : BUSY_COLLECT_MS;
 }
 
+/* The idle time before a visit trims pages under live blocks (internal.h,
+ * SPARSE_IDLE_FACTOR). */
+static uint64_t sparse_idle_ms(uint64_t idle_ms)
+{
+    uint64_t cap = idle_ms > SPARSE_IDLE_MAX_MS ? idle_ms : SPARSE_IDLE_MAX_MS;
+    uint64_t scaled = idle_ms * SPARSE_IDLE_FACTOR;
+    return scaled < cap ? scaled : cap;
+}
+
 void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
 {
     heap_quiesce_init(); /* quiesce_ready decides what a busy heap keeps pending */
@@ -573,9 +582,12 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
             h->scav_seen_count = count;
             h->scav_seen_ms = now_ms;
         }
-        bool idle = force || ms_since(now_ms, h->scav_seen_ms) >= idle_ms;
+        uint64_t quiet_ms = ms_since(now_ms, h->scav_seen_ms);
+        bool idle = force || quiet_ms >= idle_ms;
+        /* Marked pages wait for a longer quiet than the rest (SPARSE_IDLE_FACTOR). */
+        bool trim = force || quiet_ms >= sparse_idle_ms(idle_ms);
         bool done = false;
-        if (idle && lock_try_acquire(&h->lock)) {
+        if (idle && (remote || retained || trim) && lock_try_acquire(&h->lock)) {
             if (heap_quiesce(h)) {
                 if (heap_owner_gone(h)) { /* its thread died without handing it back */
                     heap_hand_back_held(h);
@@ -585,11 +597,14 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
                 heap_collect_pages(h, true);
                 if (force)
                     heap_trim_pages(h); /* malloc_trim: pages with live blocks too */
-                else
+                else if (trim)
                     heap_trim_watched(h); /* pages with blocks freed under live ones */
                 /* What this visit marked (collected remote frees into full
-                 * pages) it has just trimmed. */
-                atomic_store(&h->sparse_pending, 0);
+                 * pages) it has just trimmed; else it waits for the trim. */
+                if (trim)
+                    atomic_store(&h->sparse_pending, 0);
+                else if (sparse)
+                    atomic_store(&h->sparse_pending, 1);
                 segment_release_empty(h); /* an idle thread keeps no header either */
                 heap_unquiesce(h);
                 done = true;

@@ -135,6 +135,24 @@ static UNUSED double idle_deadline_s(void)
     return (d > 0 ? (double)d / 1000.0 : 0.0) + 1.0;
 }
 
+/* The idle time before the scavenger trims pages that still hold live
+ * blocks (src/internal.h, SPARSE_IDLE_FACTOR: 20 purge delays, at most 1 s
+ * unless the delay is longer), in ms. */
+static UNUSED long sparse_idle_ms(void)
+{
+    long d = opt_purge_delay_ms();
+    if (d <= 0)
+        return 0;
+    long cap = d > 1000 ? d : 1000;
+    return 20 * d < cap ? 20 * d : cap;
+}
+
+/* Deadline of a poll for that trim: its idle time + 1 s. */
+static UNUSED double sparse_deadline_s(void)
+{
+    return (double)sparse_idle_ms() / 1000.0 + 1.0;
+}
+
 /* Read a whole (small) file with open/read: no allocator call. */
 static UNUSED ssize_t read_small_file(const char *path, char *buf, size_t cap)
 {
@@ -3261,7 +3279,7 @@ static void frag_idle_scenario(size_t size, int mode, bool trim)
     long live_count = (long)((frag_count + FRAG_KEEP_EVERY - 1) / FRAG_KEEP_EVERY);
     long ps = sysconf(_SC_PAGESIZE);
     long bound = live_count * (((long)size + 128 + ps - 1) / ps + 1) * ps + (long)(6 * MiB);
-    double deadline = idle_deadline_s();
+    double deadline = sparse_deadline_s();
     if (debug) { /* the record of every call's stack; the quarantine waits out its idle limit */
         struct ebb_stats st = {.version = EBB_STATS_VERSION};
         if (ebb_stats_get(&st) == 0)
@@ -3374,8 +3392,10 @@ static void child_trimmed_pages_serve_malloc_again_20000(void)
     frag_idle_scenario(20000, IDLE_ALIVE, true);
 }
 
-static const char *const idle_trim_env[] = {"EBB_UNMAP_DELAY=60000", NULL};
-static const char *const idle_trim_debug_env[] = {"EBB_UNMAP_DELAY=60000", "EBB_DEBUG=1", NULL};
+/* A purge delay of 20 ms: the trim comes after 400 ms of quiet. */
+static const char *const idle_trim_env[] = {"EBB_PURGE_DELAY=20", "EBB_UNMAP_DELAY=60000", NULL};
+static const char *const idle_trim_debug_env[] = {"EBB_PURGE_DELAY=20", "EBB_UNMAP_DELAY=60000",
+                                                  "EBB_DEBUG=1", NULL};
 
 static void idle_process_gives_back_pages_under_live_blocks(void)
 {
@@ -3454,7 +3474,7 @@ static void retrim_scenario(bool remote)
     long base = rss_settled();
     crew_open(&crew);
     crew_wait_parked(&crew);
-    sleep_ms(1000); /* 20 purge delays: the idle trim has run */
+    sleep_ms(sparse_idle_ms() + 600); /* the idle trim has run */
     long after_first = rss_now();
     if (remote)
         for (size_t i = 0; i < RETRIM_BLOCKS; i++)
@@ -3466,7 +3486,7 @@ static void retrim_scenario(bool remote)
     crew_wait_parked(&crew);
     long live = (RETRIM_BLOCKS / FRAG_KEEP_EVERY) * RETRIM_SIZE;
     long bound = (RETRIM_BLOCKS / FRAG_KEEP_EVERY) * 2 * sysconf(_SC_PAGESIZE) + (long)(6 * MiB);
-    double deadline = idle_deadline_s();
+    double deadline = sparse_deadline_s();
     if (getenv("EBB_DEBUG") != NULL && strcmp(getenv("EBB_DEBUG"), "0") != 0) {
         /* As frag_idle_scenario: the stack records, and the frees wait out
          * the quarantine's idle limit before they reach their pages. */
