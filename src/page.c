@@ -1166,4 +1166,10 @@ void page_adopt(heap_t *heap, page_t *page)
     queue_push_back(&heap->queues[page->class_idx], page);
     if (heap->queues[page->class_idx].first == page)
         heap_direct_update(heap, page->class_idx);
+    /* Marked for a trim (by its exited owner, or just now: remote frees) that
+     * the abandoned pass had not made yet: now the new owner's, once it idles.
+     * Without telling the heap, the page waited for a visit made for another
+     * reason (review finding). */
+    if (page_watched(page))
+        page_watch_sparse(heap, page);
 }

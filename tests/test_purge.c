@@ -3536,6 +3536,88 @@ static void blocks_freed_after_an_idle_trim_are_trimmed_too(void)
     expect_child_passes("child_remote_frees_after_an_idle_trim_are_trimmed_too", idle_trim_env, 60);
 }
 
+/* A thread builds the fragmentation and exits; a new thread takes one of
+ * its abandoned segments at once (its first block of the class: a heap with
+ * no free run of its own reclaims), before the pass that would trim that
+ * segment (a purge delay of 1 s away), then idles. The pages it adopted
+ * carry their marks; its heap must be told, or they wait for a visit made
+ * for another reason (review finding: about 4 MiB of free blocks, one
+ * segment's, stayed). Read from ebb_stats' page_free_bytes, which a trim's
+ * dropped blocks leave. */
+static void *frag_build_and_exit(void *unused)
+{
+    (void)unused;
+    frag_build(0, frag_count);
+    return NULL;
+}
+
+static void *adopt_and_idle(void *arg)
+{
+    crew_t *crew = arg;
+    void *p = malloc(frag_size);
+    check_keep(p);
+    crew_park(crew); /* idle while main watches */
+    free(p);
+    return NULL;
+}
+
+/* The most free bytes inside the pages of one thread heap. */
+static void max_heap_page_free(const struct ebb_heap_summary *h, void *arg)
+{
+    uint64_t *most = arg;
+    if (h->kind == EBB_HEAP_THREAD && h->page_free_bytes > *most)
+        *most = h->page_free_bytes;
+}
+
+static uint64_t most_page_free_in_a_thread_heap(void)
+{
+    uint64_t most = 0;
+    if (ebb_heap_walk(max_heap_page_free, NULL, &most) != 0)
+        return UINT64_MAX;
+    return most;
+}
+
+static void child_adopted_pages_are_trimmed_at_idle(void)
+{
+    frag_size = 1000;
+    frag_count = FRAG_BLOCKS;
+    memset(frag_blocks, 0, sizeof frag_blocks);
+    pthread_t builder, adopter;
+    REQUIRE(start_thread(&builder, 256 * KiB, frag_build_and_exit, NULL) == 0,
+            "pthread_create failed");
+    pthread_join(builder, NULL);
+    crew_t crew;
+    crew_init(&crew, 1);
+    REQUIRE(start_thread(&adopter, 256 * KiB, adopt_and_idle, &crew) == 0,
+            "pthread_create failed");
+    crew_wait_parked(&crew);
+    uint64_t first = most_page_free_in_a_thread_heap();
+    double deadline = sparse_deadline_s() + 2.0 * (double)opt_purge_delay_ms() / 1000.0;
+    double t0 = check_now();
+    uint64_t most = first;
+    while (most > MiB && check_now() - t0 < deadline) {
+        sleep_ms(10 * POLL_MS); /* a walk pauses the heaps: not too often */
+        most = most_page_free_in_a_thread_heap();
+    }
+    printf("    info: free bytes inside one thread heap's pages: %.1f MiB after the adoption, "
+           "%.1f MiB after %.2f s\n", mib((long)first), mib((long)most), check_now() - t0);
+    CHECK(first > 2 * MiB, "the new thread should have adopted an exited one's segment with "
+          "its free blocks (more than 2 MiB of them); its heap held %.1f MiB", mib((long)first));
+    CHECK(most <= MiB,
+          "the pages a new thread adopted from an exited one should be trimmed once it idles: "
+          "the free bytes inside its pages should fall to 1 MiB in %.1f s; they were %.1f MiB",
+          deadline, mib((long)most));
+    crew_open(&crew);
+    pthread_join(adopter, NULL);
+    frag_free_all(0, frag_count, 0, 0);
+}
+
+static void adopted_pages_are_trimmed_at_idle(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=1000", "EBB_UNMAP_DELAY=60000", NULL};
+    expect_child_passes("child_adopted_pages_are_trimmed_at_idle", env, 60);
+}
+
 static void debug_mode_idle_process_gives_back_pages_under_live_blocks(void)
 {
     expect_child_passes("child_idle_trim_1000_alive", idle_trim_debug_env, 120);
@@ -5763,6 +5845,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_idle_trim_1000_main),
     CHILD_CASE(child_trimmed_pages_serve_malloc_again_1000),
     CHILD_CASE(child_trimmed_pages_serve_malloc_again_20000),
+    CHILD_CASE(child_adopted_pages_are_trimmed_at_idle),
     CHILD_CASE(child_a_fresh_process_writes_few_of_ebbs_static_pages),
     CHILD_CASE(child_the_standby_segment_keeps_no_page_resident),
     CHILD_CASE(child_blocks_freed_after_an_idle_trim_are_trimmed_too),
@@ -5890,6 +5973,7 @@ int main(int argc, char **argv)
     RUN_CASE(debug_mode_trim_frees_pages_under_live_blocks);
     RUN_CASE(idle_process_gives_back_pages_under_live_blocks);
     RUN_CASE(trimmed_pages_serve_malloc_again);
+    RUN_CASE(adopted_pages_are_trimmed_at_idle);
     RUN_CASE(blocks_freed_after_an_idle_trim_are_trimmed_too);
     RUN_CASE(debug_mode_idle_process_gives_back_pages_under_live_blocks);
     RUN_CASE(a_fresh_process_writes_few_of_ebbs_static_pages);
