@@ -753,6 +753,17 @@ static inline segment_t *page_segment(const page_t *page)
     return (segment_t *)((uintptr_t)page & ~(uintptr_t)SEGMENT_MASK);
 }
 
+/* Forget every trim of the page's run (segment_t.trimmed): its dropped blocks
+ * are back on its list, or the run is new or free. Whoever may touch the
+ * page's free list. */
+static inline void page_trimmed_clear(const page_t *page)
+{
+    segment_t *seg = page_segment(page);
+    size_t idx = (size_t)(page - seg->pages);
+    for (size_t i = 0; i < page->slice_count && idx + i < SLICES_PER_SEGMENT; i++)
+        seg->trimmed[idx + i] = 0;
+}
+
 /* segment_t.thread_id while the scavenger has the owner's heap quiesced: no
  * thread has this id, so every free takes the remote path. */
 #define THREAD_ID_QUIESCED ((uintptr_t)1)

@@ -449,10 +449,10 @@ static size_t span_first_from(uintptr_t v)
     return lo;
 }
 
-/* The span a word points into (its start, or inside it), or -1. */
-static long span_find(uintptr_t v)
+/* The span a word points into (its start, or inside it), or -1, given that
+ * the last span starting at or before v is in [lo - 1, hi). */
+static long span_find_in(size_t lo, size_t hi, uintptr_t v)
 {
-    size_t lo = 0, hi = lk.count;
     while (lo < hi) { /* the first span starting after v */
         size_t mid = (lo + hi) / 2;
         if (lk.spans[mid].start <= v)
@@ -464,6 +464,12 @@ static long span_find(uintptr_t v)
         return -1;
     const span_t *s = &lk.spans[lo - 1];
     return v < span_end(s) || v == s->start ? (long)(lo - 1) : -1;
+}
+
+/* The span a word points into (its start, or inside it), or -1. */
+static long span_find(uintptr_t v)
+{
+    return span_find_in(0, lk.count, v);
 }
 
 #define GRANULE_BYTES ((uintptr_t)4096)
@@ -523,18 +529,7 @@ static long span_find_indexed(uintptr_t v)
     const uint32_t *g = lk.granules + lo * (GRANULES + 1) + ((v & SEGMENT_MASK) / GRANULE_BYTES);
     /* Spans before g[0] start before v's granule, spans from g[1] after
      * it: the last starting at or before v is in [g[0] - 1, g[1]). */
-    size_t first = g[0], last = g[1];
-    while (first < last) {
-        size_t mid = (first + last) / 2;
-        if (lk.spans[mid].start <= v)
-            first = mid + 1;
-        else
-            last = mid;
-    }
-    if (first == 0)
-        return -1;
-    const span_t *s = &lk.spans[first - 1];
-    return v < span_end(s) || v == s->start ? (long)(first - 1) : -1;
+    return span_find_in(g[0], g[1], v);
 }
 
 /* The bounds mark_word tests before it searches. A block of size 0 still

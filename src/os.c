@@ -1337,10 +1337,15 @@ bool os_move(void *src, size_t size, size_t new_size, void *dst)
     return true;
 }
 
-bool os_purge(void *p, size_t size)
+static void purge_count(size_t size)
 {
     atomic_fetch_add_explicit(&purge_calls, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&purged_bytes, size, memory_order_relaxed);
+}
+
+bool os_purge(void *p, size_t size)
+{
+    purge_count(size);
     int saved = errno;
     bool zeroed = true;
     if (option_get(OPT_PURGE_METHOD) == 1 && madvise(p, size, MADV_FREE) == 0)
@@ -1353,8 +1358,7 @@ bool os_purge(void *p, size_t size)
 
 bool os_zero(void *p, size_t size)
 {
-    atomic_fetch_add_explicit(&purge_calls, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&purged_bytes, size, memory_order_relaxed);
+    purge_count(size);
     int saved = errno;
     bool zeroed = madvise(p, size, MADV_DONTNEED) == 0;
     errno = saved;

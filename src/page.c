@@ -318,11 +318,9 @@ static void page_init_small(heap_t *heap, page_t *page, unsigned cls)
     page->used = 0;
     page->free = NULL;
     page->in_full = 0;
+    page_trimmed_clear(page); /* nothing carved: nothing dropped */
     segment_t *seg = page_segment(page);
-    size_t idx = (size_t)(page - seg->pages);
-    for (size_t i = 0; i < page->slice_count && idx + i < SLICES_PER_SEGMENT; i++)
-        seg->trimmed[idx + i] = 0; /* nothing carved: nothing dropped */
-    seg->sparse_watch &= ~((uint64_t)1 << idx);
+    seg->sparse_watch &= ~((uint64_t)1 << (page - seg->pages));
     atomic_store_explicit(&page->heap, heap, memory_order_relaxed);
     queue_push_front(&heap->queues[cls], page);
 }
@@ -1148,10 +1146,7 @@ static bool page_restore_dropped(page_t *page)
             head = b;
         }
     }
-    segment_t *seg = page_segment(page);
-    size_t idx = (size_t)(page - seg->pages);
-    for (size_t i = 0; i < page->slice_count && idx + i < SLICES_PER_SEGMENT; i++)
-        seg->trimmed[idx + i] = 0;
+    page_trimmed_clear(page);
     page->free = head;
     return head != NULL;
 }

@@ -665,8 +665,7 @@ void segment_free_run(page_t *page)
     size_t count = page->slice_count;
     for (size_t i = 1; i < count; i++)
         seg->slice_offset[idx + i] = 0;
-    for (size_t i = 0; i < count; i++)
-        seg->trimmed[idx + i] = 0; /* the dropped blocks go back with the run */
+    page_trimmed_clear(page); /* the dropped blocks go back with the run */
     page->free = NULL;
     page->capacity = page->reserved = page->block_size = 0;
     page->used = 0;
