@@ -905,9 +905,10 @@ int os_thread_count(void);
  * not answer (their signal blocked, or no answer within 500 ms), UINT_MAX if
  * none could be (no free real-time signal, /proc unreadable). */
 #define OS_REGISTERS_BATCH 64
-/* x86-64 with AVX-512: 23 general registers, xmm0-15 (32 words), ymm0-15's
- * upper halves (32), zmm0-15's upper 256 bits (64), zmm16-31 (128). */
-#define OS_REGISTER_WORDS 280
+/* x86-64 with AVX-512 and APX: 23 general registers, xmm0-15 (32 words),
+ * ymm0-15's upper halves (32), the opmask registers k0-7 (8), zmm0-15's
+ * upper 256 bits (64), zmm16-31 (128), r16-31 (16). */
+#define OS_REGISTER_WORDS 304
 typedef struct os_registers_s {
     uintptr_t words[OS_REGISTER_WORDS]; /* the thread's registers (os.c, registers_copy) */
     size_t count;                       /* words used */

@@ -51,7 +51,7 @@
  * their registers as a signal found them, before the roots' scan (os.c,
  * "Other threads' registers"; threads that cannot be asked are counted in
  * the report). What it cannot see: pointers in registers os.c does not read
- * (AVX-512 masks, SVE beyond 128 bits) or of threads that could not be
+ * (SVE beyond 128 bits) or of threads that could not be
  * asked, pointers stored disguised (xor-ed, compressed, in files), pointers
  * in swapped-out pages of a big shared mapping, and blocks referenced only
  * from memory ebb does not know as a root (another allocator's heap,

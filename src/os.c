@@ -665,8 +665,8 @@ bool os_thread_alive(int tid)
  * (nanosleep, poll, futex waits with a timeout) then return EINTR even with
  * SA_RESTART: the report runs as the process exits, when it matters least
  * (EBB_DEBUG_LEAK_REGISTERS=0 turns the pass off). The general and the
- * vector registers are read on x86-64 (xmm, ymm, zmm; not the AVX-512 mask
- * registers) and on aarch64 (v0-v31; not SVE's wider parts); elsewhere the
+ * vector registers are read on x86-64 (xmm, ymm, zmm, the AVX-512 opmask
+ * registers, and APX's r16-31) and on aarch64 (v0-v31; not SVE's wider parts); elsewhere the
  * machine context's first OS_REGISTER_WORDS words.
  * ------------------------------------------------------------------------- */
 #define REGISTERS_WAIT_MS 500
@@ -684,8 +684,12 @@ static struct {
 #if defined(__x86_64__) && !defined(__ILP32__) /* not x32: its words are 4 bytes */
 /* Past xmm0-15, x86-64's vector registers live in the XSAVE area the kernel
  * writes after the 512-byte legacy (fxsave) area of a signal frame, in the
- * standard format: component 2 holds ymm0-15's upper 128 bits, 6 zmm0-15's
- * upper 256, 7 zmm16-31 whole (a copy may carry a pointer in any of them).
+ * standard format: component 2 holds ymm0-15's upper 128 bits, 5 the
+ * opmask registers k0-7 (GCC spills general registers there when it tunes
+ * for AVX-512), 6 zmm0-15's upper 256, 7 zmm16-31 whole (a copy may carry a
+ * pointer in any of them), 19 APX's general registers r16-31 (not on any
+ * CPU this was tested on: CPUID then gives the part no size, and it is
+ * skipped like any part the CPU lacks).
  * Their offsets and sizes come from CPUID leaf 0xD, read before the first
  * signal of a pass (xsave_parts_find); a part the CPU lacks has size 0. The
  * legacy area's last 48 bytes say whether an XSAVE area follows (magic, its
@@ -695,8 +699,8 @@ static struct {
 #define FX_SW_BYTES   464        /* in the legacy area: magic1, extended size, features, size */
 #define FX_MAGIC1     0x46505853u /* "FPXS": an XSAVE area follows */
 #define XSAVE_HEADER  512        /* its first word: the components written (XSTATE_BV) */
-#define XSAVE_PARTS 3
-static const uint32_t xsave_components[XSAVE_PARTS] = {2, 6, 7};
+#define XSAVE_PARTS 5
+static const uint32_t xsave_components[XSAVE_PARTS] = {2, 5, 6, 7, 19};
 static struct {
     bool found;
     uint32_t offset[XSAVE_PARTS], size[XSAVE_PARTS];
@@ -755,17 +759,18 @@ static size_t xsave_parts_copy(uintptr_t *words, size_t n, const uint8_t *fx)
 
 /* Into words (OS_REGISTER_WORDS): the registers the kernel saved for the
  * handler, as words; how many. x86-64: the general registers, xmm0-15, then
- * the upper parts of ymm/zmm and zmm16-31 where the CPU has them (memcpy
- * and friends carry pointers through vector registers). aarch64: x0-x30,
+ * the upper parts of ymm/zmm, the opmask registers, zmm16-31 and APX's
+ * r16-31 where the CPU has them (memcpy and friends carry pointers through
+ * vector registers). aarch64: x0-x30,
  * sp, pc, then v0-v31. Elsewhere: the machine context from its start. */
 static size_t registers_copy(uintptr_t *words, const void *context)
 {
     const ucontext_t *uc = context;
 #if defined(__x86_64__) && !defined(__ILP32__)
     _Static_assert(sizeof uc->uc_mcontext.gregs + sizeof uc->uc_mcontext.fpregs->_xmm +
-                           (256 + 512 + 1024) <=
+                           (256 + 64 + 512 + 1024 + 128) <=
                        OS_REGISTER_WORDS * sizeof(uintptr_t),
-                   "general, xmm, ymm and zmm registers fit");
+                   "general, xmm, ymm, opmask, zmm and APX registers fit");
     memcpy(words, uc->uc_mcontext.gregs, sizeof uc->uc_mcontext.gregs);
     size_t n = sizeof uc->uc_mcontext.gregs / sizeof(uintptr_t);
     if (uc->uc_mcontext.fpregs != NULL) {

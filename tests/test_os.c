@@ -179,6 +179,7 @@ enum {
     HOLD_YMM8_HIGH, /* x86-64, AVX: the upper half of ymm8, its low half 0 */
     HOLD_ZMM8_HIGH, /* x86-64, AVX-512: the upper 256 bits of zmm8 */
     HOLD_ZMM24,     /* x86-64, AVX-512: zmm24 (one of zmm16-31) */
+    HOLD_K5,        /* x86-64, AVX-512BW: the opmask register k5 */
     HOLD_V20_HIGH,  /* aarch64: the upper 64 bits of v20 */
 };
 static atomic_int hold_where;
@@ -238,6 +239,17 @@ static void *hold_magic_in_a_register(void *arg)
                              :
                              : "r"(&spinning), "r"(&stop_spinning)
                              : "rax", "cc", "memory");
+        return NULL;
+    }
+    if (where == HOLD_K5) {
+        /* GCC may spill a general register into an opmask register
+         * (-march=skylake-avx512 and later), so a pointer can sit there. */
+        __asm__ volatile("movabs $0x5EB0C0DE1234ABCD, %%rax\n\t"
+                         "kmovq %%rax, %%k5\n\t"
+                         "xor %%eax, %%eax\n\t" HOLD_SPIN "kxorq %%k5, %%k5, %%k5"
+                         :
+                         : "r"(&spinning), "r"(&stop_spinning)
+                         : "rax", "cc", "memory");
         return NULL;
     }
 #elif defined(__aarch64__)
@@ -393,6 +405,17 @@ static void values_held_only_in_avx512_registers_arrive(void)
     check_value_held_in(HOLD_ZMM8_HIGH, "zmm8's upper 256 bits");
     check_value_held_in(HOLD_ZMM24, "zmm24");
 }
+
+/* The opmask registers k0-k7 were not read (stop 37): the kernel saves them
+ * in the XSAVE area's component 5. */
+static void a_value_held_only_in_an_opmask_register_arrives(void)
+{
+    if (!__builtin_cpu_supports("avx512bw")) {
+        SKIP_CHECK("this CPU has no AVX-512BW: no 64-bit opmask registers to hold a value in");
+        return;
+    }
+    check_value_held_in(HOLD_K5, "the opmask register k5");
+}
 #elif defined(__aarch64__)
 static void a_value_held_only_in_a_vector_register_arrives(void)
 {
@@ -475,6 +498,7 @@ int main(void)
     RUN_CASE(a_value_held_only_in_an_xmm_register_arrives);
     RUN_CASE(a_value_held_only_in_a_ymm_upper_half_arrives);
     RUN_CASE(values_held_only_in_avx512_registers_arrive);
+    RUN_CASE(a_value_held_only_in_an_opmask_register_arrives);
 #elif defined(__aarch64__)
     RUN_CASE(a_value_held_only_in_a_vector_register_arrives);
 #endif
