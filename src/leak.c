@@ -1351,8 +1351,8 @@ void leak_report_at_exit(void)
         text_add(&t, "==ebb== registers of ");
         text_add_u64(&t, regs_missed, 0);
         text_add(&t, regs_missed == 1 ? " running thread" : " running threads");
-        text_add(&t, " not read (signals blocked, or no answer): blocks only they point to are "
-                     "counted lost\n");
+        text_add(&t, " not read (signals blocked, no answer, or status unreadable): "
+                     "blocks only they point to are counted lost\n");
     }
     if (lk.reads_refused > 0) {
         text_add(&t, "==ebb== INCOMPLETE: the system refused ");

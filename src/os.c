@@ -635,7 +635,8 @@ bool os_thread_alive(int tid)
  *      and install our handler (every signal blocked while it runs).
  *   2. List /proc/self/task; for each other thread, skip it if it bears the
  *      name to skip, if it is gone, or if it would not answer (counted):
- *      its status's SigBlk has the signal, or it sleeps in sigwait (whose
+ *      its status's SigBlk has the signal, its status cannot be read (no
+ *      descriptor left), or it sleeps in sigwait (whose
  *      set the kernel takes out of SigBlk meanwhile: the program would get
  *      our signal). Else write its id into a slot, then send the signal.
  *      What /proc shows is a moment's: a thread woken in sigwait that has
@@ -848,16 +849,22 @@ static void task_path(char *path, int tid, const char *file)
 enum { TASK_ASK, TASK_SKIP, TASK_DEAF };
 
 /* Step 2's judgement of thread `tid`: TASK_SKIP (named `skip_name`, or
- * gone), TASK_DEAF (it would not answer, or might take the signal for its
- * own: counted), TASK_ASK. */
+ * gone), TASK_DEAF (it would not answer, might take the signal for its own,
+ * or cannot be judged: counted), TASK_ASK. */
 static int task_judge(int tid, int sig, const char *skip_name)
 {
     char path[64], *buf = regs_batch.status;
     task_path(path, tid, "status");
     size_t len = os_read_file(path, buf, sizeof regs_batch.status - 1);
     buf[len] = '\0';
+    /* Unreadable: gone since the listing, or not readable at all (no
+     * descriptor left: a program that leaks them reaches its limit, and the
+     * directory's listing took the last one). Only the first may be
+     * skipped: a thread the report could not judge is counted (review
+     * finding, 2026-12: with one descriptor left, a thread's registers went
+     * unread and the report did not say so). */
     if (len == 0)
-        return TASK_SKIP; /* gone since the listing */
+        return os_thread_alive(tid) ? TASK_DEAF : TASK_SKIP;
     size_t name_len = strlen(skip_name);
     if (strncmp(buf, "Name:\t", 6) == 0 && strncmp(buf + 6, skip_name, name_len) == 0 &&
         buf[6 + name_len] == '\n')

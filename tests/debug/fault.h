@@ -11,12 +11,15 @@
 #ifndef EBB_TEST_FAULT_H
 #define EBB_TEST_FAULT_H
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 /* Overwrite 16 KiB of dead stack below the caller, where stale copies of
  * pointers a leak test means to lose may linger. The asm keeps the stores:
@@ -113,6 +116,33 @@ __attribute__((unused)) static int free_on_another_thread(void *p)
     return pthread_create(&t, NULL, free_elsewhere_thread, p) == 0 && pthread_join(t, NULL) == 0
                ? 0
                : -1;
+}
+
+/* Leave the process `leave_free` file descriptors and no more, as a program
+ * that leaks them does: its descriptor limit lowered to 64, every free
+ * number below it taken by /dev/null. 0 on success; else says why. */
+__attribute__((unused)) static int use_up_descriptors(int leave_free)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        printf("no descriptor limit to lower\n");
+        return -1;
+    }
+    rl.rlim_cur = 64;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        printf("the descriptor limit cannot be lowered to 64\n");
+        return -1;
+    }
+    int taken[64], n = 0;
+    for (int fd; n < 64 && (fd = open("/dev/null", O_RDONLY)) >= 0;)
+        taken[n++] = fd;
+    if (n < leave_free || open("/dev/null", O_RDONLY) >= 0) {
+        printf("the descriptors could not be used up (%d taken)\n", n);
+        return -1;
+    }
+    while (leave_free-- > 0)
+        close(taken[--n]);
+    return 0;
 }
 
 __attribute__((unused)) static int survived(void)

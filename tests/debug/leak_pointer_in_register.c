@@ -8,6 +8,12 @@
  *   leak_pointer_in_register blocked  it blocks them all: its registers
  *                                     cannot be read, the report says so
  *                                     and counts the two blocks lost
+ *   leak_pointer_in_register no-free-signal
+ *                                     every real-time signal has an action
+ *                                     of the program's: none to ask with
+ *   leak_pointer_in_register descriptors=N
+ *                                     the process has N file descriptors
+ *                                     left at exit (use_up_descriptors)
  */
 #include "fault.h"
 
@@ -92,7 +98,8 @@ int main(int argc, char **argv)
     printf("no register test on this architecture\n");
     return 2;
 #endif
-    block_signals = argc > 1 && strcmp(argv[1], "blocked") == 0;
+    const char *mode = argc > 1 ? argv[1] : "";
+    block_signals = strcmp(mode, "blocked") == 0;
     char *lost = allocate_victim(300);
     announce(lost);
     lost = NULL;
@@ -104,5 +111,11 @@ int main(int argc, char **argv)
     }
     while (!atomic_load(&holding))
         ;
+    if (strcmp(mode, "no-free-signal") == 0) {
+        for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+            signal(sig, SIG_IGN);
+    }
+    if (strncmp(mode, "descriptors=", 12) == 0 && use_up_descriptors(atoi(mode + 12)) != 0)
+        return 2;
     return 0; /* the report runs at exit, the holder still spinning */
 }
