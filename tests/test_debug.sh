@@ -993,6 +993,38 @@ degraded "$D/leak_pointer_in_register" descriptors=0 -- "[0-9]* bytes lost in [0
     "$NOT_ASKED" "$ROOTS_CUT" "==ebb== 300 bytes in 1 block lost, allocated at:"
 end_case
 
+# After degraded with EBB_DEBUG_LEAKS=all: the two blocks allocated from FUNC
+# are listed as still reachable (the degraded path found their pointers), and
+# the report does not say it is incomplete.
+reached_twice() {
+    local n
+    grep -q "INCOMPLETE" "$TMP/dg.err" && fail "nothing was left unread: no INCOMPLETE line expected"
+    n=$(awk '/still reachable, allocated at:/ { t = 1; next } /^==ebb==/ { t = 0 } t' "$TMP/dg.err" |
+        grep -c " in $1+")
+    [ "$n" -eq 2 ] || { fail "the two blocks allocated from $1 should be still reachable (found $n)"; show "$TMP/dg.err"; }
+}
+
+# The ways the report finds the used pages of big memory, each refused in
+# turn (tests/sandbox_refuse.c): PAGEMAP_SCAN as on a kernel before 6.7
+# (/proc/self/pagemap is read instead; leak_big_roots then maps 16 and 4 GiB,
+# leak_huge_untouched's 64 GiB block stays), mincore (a big shared root is
+# read whole: 1 MiB here), and /proc/self/pagemap itself, with one file
+# descriptor left, which /proc/self/maps takes (a big private root is read
+# whole). Each still finds the pointers: the same blocks reachable and lost,
+# and the report whole (no INCOMPLETE line: nothing was left unread).
+begin_case leak_report_finds_used_pages_every_way
+SB=$BUILD/tests/sandbox_refuse
+degraded env EBB_DEBUG_LEAKS=all "$SB" pagemap_scan "$D/leak_big_roots" -- "300 bytes lost in 1 block"
+grep -q '^pagemap_scan=0$' "$TMP/dg.out" || fail "leak_big_roots should see no PAGEMAP_SCAN in the sandbox"
+reached_twice allocate_reached_via_mapping
+degraded env EBB_DEBUG_LEAKS=all "$SB" pagemap_scan "$D/leak_huge_untouched" -- "300 bytes lost in 1 block"
+reached_twice allocate_reached_via_huge
+degraded env EBB_DEBUG_LEAKS=all "$SB" mincore "$D/leak_big_roots" small -- "300 bytes lost in 1 block"
+reached_twice allocate_reached_via_mapping
+degraded env EBB_DEBUG_LEAKS=all "$D/leak_big_roots" small descriptors=1 -- "300 bytes lost in 1 block"
+reached_twice allocate_reached_via_mapping
+end_case
+
 # Review finding: a forked child's leak report listed the loaded objects'
 # RELRO regions with dl_iterate_phdr, whose lock another thread of the parent
 # held at the fork (inside its own dl_iterate_phdr): the child hung for ever.
