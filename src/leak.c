@@ -1198,6 +1198,48 @@ static void leak_report_message(const char *msg)
     debug_report_unlock();
 }
 
+/* EBB_DEBUG_LEAK_EXITCODE: exit now with it, if set. For a report that found
+ * lost blocks of the process's own, and one that could not be made: a
+ * report that could not look cannot say that nothing was lost (fail-closed;
+ * before 2026-12, a report refused its memory exited 0). */
+static void leak_exit_code_apply(void)
+{
+    long code = option_get(OPT_DEBUG_LEAK_EXITCODE);
+    if (code <= 0)
+        return;
+    /* What exit would still do after this destructor: flush every stdio
+     * stream (a program writing to a pipe or a file would lose its last
+     * output). glibc's fcloseall is the very routine exit runs for that
+     * (_IO_cleanup), and closes nothing. It waits where exit would: not for
+     * a thread that holds a stream's lock, but for a write of its buffer to
+     * a full pipe. */
+    fcloseall();
+    _exit((int)code);
+}
+
+/* The report when its arrays could not be mapped (`bytes` for `blocks`
+ * live blocks): a header, the reason, and the closing marker, so that it
+ * reads as a whole report that checked nothing, not as one cut short. */
+static void leak_report_not_made(size_t bytes, size_t blocks)
+{
+    debug_report_lock();
+    bool opened;
+    int fd = debug_log_open(&opened);
+    text_t t;
+    text_init(&t, fd);
+    text_add(&t, "==ebb== LEAK REPORT (pid ");
+    text_add_u64(&t, (uint64_t)os_getpid(), 0);
+    text_add(&t, "): not made\n==ebb== INCOMPLETE: no memory for the leak report (");
+    text_add_u64(&t, bytes, 0);
+    text_add(&t, " bytes for ");
+    text_add_u64(&t, blocks, 0);
+    text_add(&t, blocks == 1 ? " live block" : " live blocks");
+    text_add(&t, " refused); no block was checked\n==ebb== end of leak report\n");
+    text_flush(&t);
+    debug_log_close(fd, opened);
+    debug_report_unlock();
+}
+
 void leak_report_at_exit(void)
 {
     long mode = option_get(OPT_DEBUG_LEAKS);
@@ -1214,6 +1256,7 @@ void leak_report_at_exit(void)
         leak_report_message("==ebb== LEAK REPORT skipped: the process is exiting from a signal "
                             "handler that interrupted ebb holding a lock (an allocator call, a "
                             "purge pass or a heap snapshot)\n");
+        leak_exit_code_apply();
         return;
     }
     debug_quarantine_hold(true);
@@ -1235,7 +1278,8 @@ void leak_report_at_exit(void)
     if (mem == NULL) {
         debug_quarantine_hold(false);
         purge_exclusive_end();
-        leak_report_message("==ebb== no memory for the leak report\n");
+        leak_report_not_made(bytes, lk.cap);
+        leak_exit_code_apply();
         return;
     }
     /* In order of alignment: 32-, 24-, 16-byte elements, then 4-byte ones. */
@@ -1372,15 +1416,6 @@ void leak_report_at_exit(void)
     os_unmap(mem, bytes);
     if (lk.units != NULL)
         os_unmap(lk.units, lk.index_bytes);
-    long code = option_get(OPT_DEBUG_LEAK_EXITCODE);
-    if (lost > 0 && code > 0) {
-        /* What exit would still do after this destructor: flush every
-         * stdio stream (a program writing to a pipe or a file would lose
-         * its last output). glibc's fcloseall is the very routine exit
-         * runs for that (_IO_cleanup), and closes nothing. It waits where
-         * exit would: not for a thread that holds a stream's lock, but for
-         * a write of its buffer to a full pipe. */
-        fcloseall();
-        _exit((int)code);
-    }
+    if (lost > 0)
+        leak_exit_code_apply();
 }

@@ -68,7 +68,7 @@ const option_desc_t option_table[OPT_COUNT] = {
                          "inherited ones listed too)"},
     [OPT_DEBUG_LEAK_EXITCODE] = {"EBB_DEBUG_LEAK_EXITCODE", 0, 0, 255, NULL, false,
                                  "exit status of a process whose leak report found lost "
-                                 "blocks of its own (0: unchanged)"},
+                                 "blocks of its own, or could not be made (0: unchanged)"},
     [OPT_DEBUG_LEAK_REGISTERS] = {"EBB_DEBUG_LEAK_REGISTERS", 1, 0, 1, NULL, false,
                                   "1: the leak report reads the registers of threads still "
                                   "running, sending each a real-time signal the program "

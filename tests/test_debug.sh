@@ -1025,6 +1025,21 @@ degraded env EBB_DEBUG_LEAKS=all "$D/leak_big_roots" small descriptors=1 -- "300
 reached_twice allocate_reached_via_mapping
 end_case
 
+# The report's own memory refused at exit (tests/debug/leak_report_refused_memory.c,
+# a seccomp filter answering mmap with ENOMEM from the end of main on): with
+# every mapping refused it cannot be made, and says so in a report with its
+# header and closing marker, and EBB_DEBUG_LEAK_EXITCODE applies (review
+# finding, 2026-12: one line, "no memory for the leak report", and exit 0,
+# which a CI run relying on the exit code took for no leaks). With its small
+# search index refused, it searches without and finds the same: the three
+# blocks lost, the chain of 2000 not.
+begin_case leak_report_when_its_memory_is_refused
+degraded "$D/leak_report_refused_memory" all -- "not made" \
+    "==ebb== INCOMPLETE: no memory for the leak report ("
+degraded "$D/leak_report_refused_memory" small -- "300 bytes lost in 3 blocks" \
+    "==ebb== 300 bytes in 3 blocks lost, allocated at:"
+end_case
+
 # Review finding: a forked child's leak report listed the loaded objects'
 # RELRO regions with dl_iterate_phdr, whose lock another thread of the parent
 # held at the fork (inside its own dl_iterate_phdr): the child hung for ever.
