@@ -1056,6 +1056,18 @@ grep -q '^==ebb== 30 bytes in 1 block lost, allocated at:$' "$TMP/fw.err" &&
 grep -q "INCOMPLETE" "$TMP/fw.err" && fail "the child's report should be whole: $(grep INCOMPLETE "$TMP/fw.err")"
 end_case
 
+# A forked child whose walk of the loader's list meets a module header it
+# cannot read (tests/debug/leak_child_module_header_changed.c: the C
+# library's ELF magic overwritten in the child) leaves that module's RELRO
+# region out, and says so; its own lost block is still found, and the exit
+# code applies (the parent exits with the child's status).
+begin_case leak_report_of_a_child_that_cannot_read_a_module_header
+degraded "$D/leak_child_module_header_changed" -- "30 bytes lost in 1 block" "$ROOTS_CUT"
+grep -A1 '^==ebb== 30 bytes in 1 block lost, allocated at:$' "$TMP/dg.err" | grep -q " in lose_in_child+" ||
+    { fail "the child's report should list its lost block from lose_in_child"; show "$TMP/dg.err"; }
+grep -q '^child status=23$' "$TMP/dg.out" || fail "the child should exit 23: $(cat "$TMP/dg.out")"
+end_case
+
 # ebb_debug_set_context labels allocations; the leak report groups lost
 # blocks by trace and label and names the label (review finding: it grouped
 # by trace alone and printed no label).
