@@ -850,13 +850,18 @@ begin_case exit_from_a_handler_inside_the_purge_pass
 if ! command -v strace >/dev/null; then
     fail "strace is not installed (.ci/run installs it)"
 else
-    for run in "EBB_STATS=1" "EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=0"; do
+    # A skipped leak report checked nothing: EBB_DEBUG_LEAK_EXITCODE applies
+    # to it (fail-closed), as to a report that could not get its memory.
+    for run in "EBB_STATS=1" "EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=0" \
+        "EBB_DEBUG=1 EBB_DEBUG_QUARANTINE=0 EBB_DEBUG_LEAK_EXITCODE=23"; do
+        want_rc=0
+        case $run in *LEAK_EXITCODE=23*) want_rc=23 ;; esac
         # shellcheck disable=SC2086  # run is a list of assignments
         timeout 30 strace -f -o /dev/null -e trace=madvise -e inject=madvise:signal=USR1 \
             env $run LD_PRELOAD="$BUILD/libebb.so" "$D/exit_in_handler_during_pass" \
             >"$TMP/eh.out" 2>"$TMP/eh.err"
         rc=$?
-        [ $rc -eq 0 ] || { fail "$run: expected exit 0, got $rc (124: hung)"; show "$TMP/eh.err"; continue; }
+        [ $rc -eq $want_rc ] || { fail "$run: expected exit $want_rc, got $rc (124: hung)"; show "$TMP/eh.err"; continue; }
         grep -q "^exit from the handler$" "$TMP/eh.out" ||
             { fail "$run: the handler should have run during the trim's pass"; show "$TMP/eh.out"; continue; }
         if [ "$run" = EBB_STATS=1 ]; then
