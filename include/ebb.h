@@ -129,10 +129,12 @@ EBB_API void ebb_free_aligned_sized(void *p, size_t alignment, size_t size);
 
 /* malloc_trim(pad): gives back to the OS everything that can be given back now,
  * from every thread's heap and the shared caches (pad is ignored): also, in a
- * page that still holds live blocks, each OS page that only free blocks cover
- * (those blocks are not reused until the page empties) and the inside of each
- * free block of several OS pages. Returns 1 if any memory was released, 0
- * otherwise. */
+ * page that still holds live blocks, each OS page that only free blocks cover,
+ * inside a block of several OS pages too (those blocks are reused once the
+ * page's other free blocks are used up, or go back with the page). Returns 1
+ * if any memory was released, 0 otherwise: a call with nothing freed or
+ * reused since the last one returns 0 and calls no madvise or munmap (it
+ * still pauses other threads' heaps to look, a membarrier each). */
 EBB_API int ebb_malloc_trim(size_t pad);
 
 /* ebb_collect(force): returns free memory held by the calling thread's heap and

@@ -280,9 +280,9 @@ void __tsan_acquire(void *addr);
  *  10. Free blocks inside a small page that still holds a live block: kept
  *      for malloc to reuse, resident as far as they were written, while
  *      their thread runs. A trim gives back every OS page that free blocks
- *      alone cover (dropping those blocks until the page needs them again,
- *      or empties) and the interiors of free blocks of several OS pages
- *      (page.c, page_trim): malloc_trim(0) and ebb_collect(true) trim every
+ *      alone cover, those inside a free block of several OS pages too
+ *      (dropping the blocks they overlap until the page needs them again,
+ *      or empties; page.c, page_trim): malloc_trim(0) and ebb_collect(true) trim every
  *      such page at once; the scavenger trims the pages that had blocks
  *      freed into them since they were last full or last trimmed
  *      (segment_t.sparse_watch) once their thread stays idle for
@@ -562,11 +562,19 @@ typedef struct segment_s {
     /* Normal segments: per slice, bit k = the k-th OS page of the slice was
      * given back by a trim (page.c, page_trim) while its small page held
      * live blocks elsewhere, and every block overlapping it is DROPPED: on
-     * no free list and not live, unusable until the page empties and its
-     * run is freed (which clears the bits). 16 bits: OS pages of at least
-     * 4 KiB (a trim does nothing with smaller ones). Written by whoever
-     * may touch the page's free list (its owner, a quiescing scavenger, the
-     * abandoned-segment pass); read by the telemetry, racily, like the page
+     * no free list and not live, handed out again only once the page's list
+     * runs dry (page_restore_dropped) or its run is freed, both of which
+     * clear the run's bits. So a set bit is an OS page not resident (bar a
+     * MADV_FREE purge the kernel has not taken yet): a trim never purges it
+     * again, and the telemetry's committed bytes leave it out (stats.c).
+     * Pages inside a block of several OS pages are marked and their block
+     * dropped like any other (issue 3: unmarked, they were purged again by
+     * every trim and counted as committed). 16 bits: OS pages of at least
+     * 4 KiB (a trim does nothing with smaller ones), so at most
+     * SLICES_PER_SEGMENT * 16 marked pages per segment. Written by whoever
+     * may touch the page's free list (its owner under its heap lock, a
+     * scavenger that quiesced the heap, the abandoned-segment pass with the
+     * segment off its list); read by the telemetry, racily, like the page
      * fields. Here rather than in page_t: see page_t's block counts. */
     uint16_t trimmed[SLICES_PER_SEGMENT];
     /* Normal segments: bit i = the small page at slice i has had blocks
@@ -1169,9 +1177,10 @@ void page_adopt(heap_t *heap, page_t *page);
  * through xthread_free. */
 void heap_steal_free_pages(heap_t *heap);
 /* malloc_trim(0) / ebb_collect(true), for a small page that still holds
- * live blocks: give back the OS pages that only its free blocks cover
- * (dropping those blocks from its free list, segment_t.trimmed) and the
- * interiors of free blocks that span whole OS pages. The caller may touch
+ * live blocks: give back the OS pages that only its free blocks cover,
+ * those inside one block too (dropping the blocks they overlap from its
+ * free list, segment_t.trimmed), skipping those an earlier trim gave back
+ * whose blocks have not gone back on the list since. The caller may touch
  * the page's free list (owner under its lock, quiesced heap, abandoned
  * segment off its list) and collected its remote frees first. */
 void page_trim(page_t *page);

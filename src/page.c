@@ -900,23 +900,28 @@ void heap_collect_pages(heap_t *heap, bool force)
  * A page with one live block keeps its run: its free blocks would otherwise
  * stay resident however many there are (review finding: 300,000 blocks of
  * 1,000 B with every 50th kept live held 302 MiB after malloc_trim(0),
- * for 5.9 MiB live). A trim gives back, within the blocks carved so far:
- *   1. each OS page whose bytes all belong to free blocks and that holds the
- *      start of one of them: those blocks are DROPPED (off the free list,
- *      the OS page's bit set in segment_t.trimmed, so that every block
- *      overlapping a set bit is known to be dropped). Their link words may
- *      read back as zero (or anything, with MADV_FREE), so they cannot stay
- *      on the list. `used` still counts the live blocks alone: the free
- *      that empties the page sees used reach 0 as ever, and the whole run
- *      goes back (dropped blocks included), clearing the bits;
- *   2. each OS page inside one free block that starts before it (blocks of
- *      several OS pages): purged, the block stays on the list; its link
- *      word lies in an earlier page.
- * Blocks dropped by an earlier trim count as free when deciding 1, so a
- * later trim can drop the OS pages beside them. When the page's free list
- * runs dry, its owner takes the dropped blocks back before it would call the
- * page full (page_restore_dropped): a trimmed page serves malloc again, so
- * a trim costs a busy thread page faults, never memory.
+ * for 5.9 MiB live). A trim gives back, within the blocks carved so far,
+ * each OS page whose bytes all belong to free blocks: the blocks it overlaps
+ * are DROPPED (off the free list, the OS page's bit set in
+ * segment_t.trimmed, so that every block overlapping a set bit is known to
+ * be dropped). A block whose link word lies in a page given back may read
+ * back as zero (or anything, with MADV_FREE), so it cannot stay on the list.
+ * One that only has pages inside it given back (a block of several OS pages
+ * that starts in a page a live block shares) could, but then nothing would
+ * say its inside is gone: the next trim purged it again and malloc_trim
+ * returned 1 with nothing new freed, and committed_bytes counted it as
+ * resident (issue 3). Dropping it too keeps one rule: a set bit is an OS
+ * page given back whose blocks have not been handed out since, so no trim
+ * purges a page twice unless its blocks went back on the list in between,
+ * and the telemetry subtracts exactly the set bits. `used` still counts
+ * the live blocks alone: the free that empties the page sees used reach 0
+ * as ever, and the whole run goes back (dropped blocks included), clearing
+ * the bits. Blocks dropped by an earlier trim count as free, so a later
+ * trim can drop the OS pages beside them; it skips the pages already given
+ * back. When the page's free list runs dry, its owner takes the dropped
+ * blocks back before it would call the page full (page_restore_dropped): a
+ * trimmed page serves malloc again, so a trim costs a busy thread page
+ * faults, never memory.
  *
  * Who trims: malloc_trim(0) and ebb_collect(true) every such page (the
  * caller's heap, quiesced heaps, abandoned segments); the scavenger, without
@@ -1054,8 +1059,8 @@ void page_trim(page_t *page)
         for (size_t i = 0; i < capacity; i++)
             if (page_block_dropped(page, i))
                 bit_set(dropped, i);
-    /* Steps 1 and 2, OS page by OS page of the carved blocks, purging runs
-     * of adjacent pages with one call. */
+    /* OS page by OS page of the carved blocks, purging runs of adjacent
+     * pages with one call. */
     size_t carved = capacity * bs, purge_from = 0, purge_to = 0;
     bool changed = false;
     for (size_t off = 0; off + ps <= carved; off += ps) {
@@ -1067,14 +1072,11 @@ void page_trim(page_t *page)
             all_free = bit_get(on_list, i) || bit_get(dropped, i);
         if (!all_free)
             continue;
-        bool interior = i0 == i1 && i0 * bs < off;
-        if (!interior) {
-            size_t g = (start_off + off) / ps;
-            seg->trimmed[g / per] |= (uint16_t)(1u << (g % per));
-            for (size_t i = i0; i <= i1; i++)
-                bit_set(dropped, i);
-            changed = true;
-        }
+        size_t g = (start_off + off) / ps;
+        seg->trimmed[g / per] |= (uint16_t)(1u << (g % per));
+        for (size_t i = i0; i <= i1; i++)
+            bit_set(dropped, i);
+        changed = true;
         if (purge_to != off) {
             if (purge_to > purge_from)
                 os_purge((void *)(start + purge_from), purge_to - purge_from);
