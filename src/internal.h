@@ -1479,6 +1479,12 @@ void trace_fork_child(void);
  * capture): read the loader's unload count now, for trace_print to tell
  * frames that may belong to an unloaded library (trace.c). */
 void trace_check_unloads(void);
+/* override_dlopen.c, around the next dlclose, and before the next dlopen:
+ * a capture-cache hit is trusted only while no dlclose is under way or done,
+ * nor dlopen, since the last unload check (trace.c, "Unloads a hit sees"). */
+void trace_dlclose_begin(void);
+void trace_dlclose_end(void);
+void trace_dlopen_begin(void);
 /* From ebb's constructor, in debug mode: note the modules loaded at startup,
  * which are never unloaded. */
 void trace_note_startup_modules(void);

@@ -1,7 +1,7 @@
 /*
  * override_dlopen.c — dlopen, so that a library loaded with RTLD_DEEPBIND
- * still calls ebb's malloc and free. In libebb.so only (Makefile): a static
- * program has no next dlopen to call.
+ * still calls ebb's malloc and free, and dlclose, for debug mode (below). In
+ * libebb.so only (Makefile): a static program has no next dlopen to call.
  *
  * RTLD_DEEPBIND makes the loaded library look up its symbols in itself and
  * its own dependencies before the global scope, and the C library is one of
@@ -22,10 +22,19 @@
  * last thing done, a tail call that jumps with the caller's return address
  * in place (tests/test_deepbind.c checks that a bare name found through the
  * program's RUNPATH still loads).
+ *
+ * dlclose, and dlopen too, tell debug mode's capture cache (src/trace.c,
+ * "Unloads a hit sees"): a library unloaded and another loaded at its
+ * addresses must not be unwound by the first one's rules, which a cache hit
+ * would replay without asking the loader (issue 4,
+ * tests/debug/capture_cache_after_library_swap.c). A counter each: nothing
+ * more in release mode.
  */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stddef.h>
+
+#include "internal.h"
 
 #ifdef RTLD_DEEPBIND
 typedef void *(*dlopen_fn)(const char *, int);
@@ -56,6 +65,29 @@ __attribute__((visibility("default"))) void *dlopen(const char *file, int flags)
     }
     if (next == NULL) /* no dlopen after ours: nothing can be loaded */
         return NULL;
+    trace_dlopen_begin();
     TAIL_CALL return next(file, flags & ~RTLD_DEEPBIND);
 }
 #endif
+
+typedef int (*dlclose_fn)(void *);
+
+/* As next_dlopen. */
+static _Atomic(dlclose_fn) next_dlclose;
+
+/* Not a tail call: the capture cache is told when the unload is done
+ * (glibc's dlclose does not look at its caller). */
+__attribute__((visibility("default"))) int dlclose(void *handle)
+{
+    dlclose_fn next = atomic_load_explicit(&next_dlclose, memory_order_relaxed);
+    if (__builtin_expect(next == NULL, 0)) {
+        next = (dlclose_fn)dlsym(RTLD_NEXT, "dlclose");
+        atomic_store_explicit(&next_dlclose, next, memory_order_relaxed);
+    }
+    if (next == NULL) /* no dlclose after ours: nothing was loaded */
+        return -1;
+    trace_dlclose_begin();
+    int rc = next(handle);
+    trace_dlclose_end();
+    return rc;
+}

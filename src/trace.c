@@ -118,6 +118,8 @@ typedef struct capture_s {
      * ending with the 0 that ended the stack if it read one, and the rule
      * each step took from pc i to pc i + 1. */
     int walk_n;
+    uintptr_t walk_top; /* the sp of the last frame recorded: the highest
+                           CFA the walk took, whose slot below it read */
     uintptr_t walk_pcs[WALK_FRAMES];
     rule_t walk_rules[WALK_FRAMES];
 } capture_t;
@@ -595,9 +597,10 @@ static bool fast_walk(capture_t *c)
     walk_t w = walk_start(c->mark);
     for (;;) {
         bool recorded = c->walk_n < WALK_FRAMES;
-        if (recorded)
+        if (recorded) {
             c->walk_pcs[c->walk_n] = w.pc;
-        else
+            c->walk_top = w.sp;
+        } else
             c->cacheable = false;
         if (w.pc == 0) {
             c->walk_n += recorded;
@@ -645,16 +648,24 @@ static bool fast_walk(capture_t *c)
  * thread has walked.
  *
  * A capture that libgcc's unwinder walked (signal frames, unusual CFA rules,
- * a forked child, see below) has no rules to replay and is not kept. A hit
- * does not check for unloaded code (a miss does, below, and empties the
- * cache): a library unloaded and another loaded in its place with a call at
- * the very same return address, reached at the very same stack address,
- * would be replayed by the first library's rules until the next miss. A
- * replay step never goes more than FRAME_MAX above the previous frame, but a
- * wrong rule can send it past its stack's top (a SIGSEGV). In a forked child
- * no miss can check (step 4 below), so the cache is dropped there: a review
- * made the two libraries, and a child that swapped them got a wrong trace
- * from the inherited entries, or the SIGSEGV (2026-12-05).
+ * a forked child, see below) has no rules to replay and is not kept.
+ *
+ * Unloaded code ("Unloaded code" below). A library unloaded and another
+ * loaded in its place with a call at the very same return address, reached
+ * at the very same stack address, would be replayed by the first library's
+ * rules: a wrong trace, or, a wrong rbp rule sending the replay 32 MiB up,
+ * a SIGSEGV (issue 4, tests/debug/capture_cache_after_library_swap.c: both,
+ * in one process, when every capture between the unload and the allocation
+ * hit). A miss checks the loader's unload count (dl_iterate_phdr, too dear
+ * for a hit) and empties the cache when it changed; a hit only compares
+ * two words, the unload count dlclose's interposer keeps (a dlclose under
+ * way, or done since the last check, makes the capture a miss, which
+ * checks) and a replay never reads above the highest frame of the walk
+ * that filled its entry (top_at), which that walk read on this thread's
+ * stack. In a forked child no miss can check (step 4 below), so the cache is
+ * dropped there: a review made the two libraries, and a child that swapped
+ * them got a wrong trace from the inherited entries, or the SIGSEGV
+ * (2026-12-05).
  * x86-64 only (elsewhere the return address is not kept at CFA - 8).
  *
  * Entries are written under cache_lock with a sequence count (odd while
@@ -677,6 +688,9 @@ typedef struct cache_entry_s {
     uint8_t depth;    /* frames in the trace (id) */
     uint8_t max;      /* the depth asked for when it was walked */
     uint8_t frames;   /* pcs in the walk record, depth <= frames <= WALK_FRAMES */
+    uint32_t top_at;  /* the walk's last frame (its sp), from the mark: no
+                         replay step takes a CFA above it (in padding: the
+                         entry stays 816 bytes) */
     uintptr_t first_pc; /* the walk record's first pc (at the mark) */
     uint64_t rbp_steps; /* bit i: steps[i]'s CFA is from rbp */
     /* steps[i]: the rule from the record's pc i, and pc i + 1 (one record a
@@ -726,15 +740,22 @@ static bool rule_replays_unchecked(rule_t r)
            (r.cfa_off & (int32_t)(sizeof(uintptr_t) - 1)) == 0;
 }
 
-/* walk_step for a replay: a rule from rsp skips the checks (see
- * rule_replays_unchecked), which took half of a replay's instructions in a
- * debug-mode python run (most of its frames have no frame pointer). A rule
- * from rbp depends on what the stack holds now, and is checked. */
-static inline __attribute__((always_inline)) bool replay_step(walk_t *w, rule_t r)
+/* walk_step for a replay of a chain with rbp steps: a rule from rsp skips
+ * walk_step's checks (see rule_replays_unchecked), which took half of a
+ * replay's instructions in a debug-mode python run (most of its frames have
+ * no frame pointer). A rule from rbp depends on what the stack holds now, and
+ * is checked. Either way the CFA stays at or below `top`, the highest frame
+ * of the walk that filled the entry, which that walk read on this thread's
+ * stack: a wrong rule (the rule of code unloaded since, "Unloaded code"), or
+ * an rsp step after a wrong rbp step, is a miss instead of a read past the
+ * stack's top. */
+static inline __attribute__((always_inline)) bool replay_step(walk_t *w, rule_t r, uintptr_t top)
 {
+    uintptr_t cfa = (r.cfa_rbp ? w->rbp : w->sp) + (uintptr_t)r.cfa_off;
+    if (cfa > top)
+        return false;
     if (r.cfa_rbp)
         return walk_step(w, r);
-    uintptr_t cfa = w->sp + (uintptr_t)r.cfa_off;
     if (r.rbp_off != 0)
         w->rbp = *(const uintptr_t *)(cfa + (intptr_t)r.rbp_off);
     w->pc = *(const uintptr_t *)(cfa - sizeof(uintptr_t));
@@ -756,6 +777,7 @@ ebb_racy_reader static uint32_t cache_lookup(uintptr_t mark, int max, int *out_d
         v->mark != mark || v->first_pc != w.pc || v->thread != thread_id_self())
         return 0;
     uint64_t rbp_steps = v->rbp_steps;
+    uintptr_t top = mark + v->top_at;
     /* The replay. Each step's rule and pc are read from the entry, then the
      * count is checked, before the rule computes an address. A chain whose
      * steps all go by rsp has each return address at a fixed distance from
@@ -781,7 +803,7 @@ ebb_racy_reader static uint32_t cache_lookup(uintptr_t mark, int max, int *out_d
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
             return 0;
-        if (!replay_step(&w, r) || w.pc != want)
+        if (!replay_step(&w, r, top) || w.pc != want)
             return 0;
     }
 replayed:;
@@ -799,7 +821,8 @@ static void cache_store(const capture_t *c, int n, uint32_t id)
     if ((c->mark & (sizeof(uintptr_t) - 1)) != 0)
         return;
     for (int i = 0; i + 1 < c->walk_n; i++)
-        if (!c->walk_rules[i].cfa_rbp && !rule_replays_unchecked(c->walk_rules[i]))
+        if ((!c->walk_rules[i].cfa_rbp && !rule_replays_unchecked(c->walk_rules[i])) ||
+            c->walk_rules[i].rbp_off > 0) /* reads above its CFA: past top_at */
             return;
     cache_entry_t *e = &cache[cache_index(c->mark, c->walk_pcs[0])];
     lock_acquire(&cache_lock);
@@ -811,6 +834,7 @@ static void cache_store(const capture_t *c, int n, uint32_t id)
     e->thread = thread_id_self();
     e->mark = c->mark;
     e->first_pc = c->walk_pcs[0];
+    e->top_at = (uint32_t)(c->walk_top - c->mark); /* below WALK_FRAMES x FRAME_MAX */
     e->rbp_steps = 0;
     uintptr_t cfa_sum = 0; /* at most WALK_FRAMES x FRAME_MAX: fits 32 bits */
     for (int i = 0; i + 1 < c->walk_n; i++) {
@@ -831,9 +855,11 @@ static void cache_store(const capture_t *c, int n, uint32_t id)
  * the wrong stack slots — past the end of the stack, in tests/test_unwind.c.
  * dl_iterate_phdr counts the unloads so far (dlpi_subs). Before it walks, a
  * capture compares that count with the one the tables were filled under, and
- * when it changed empties both. (A capture-cache hit does not check; see
- * the capture cache for what that leaves.) A check costs a dl_iterate_phdr call that stops at the
- * first module, next to the microseconds of a walk.
+ * when it changed empties both. A check costs a dl_iterate_phdr call that
+ * stops at the first module, next to the microseconds of a walk; a
+ * capture-cache hit, cheaper than that call alone, compares two words
+ * instead (below, "Unloads a hit sees"). A check skipped for a fork (step 3)
+ * validates nothing.
  *
  * dl_iterate_phdr takes the loader's list lock, which dlclose holds while it
  * frees (and so captures), and glibc does not reset it in a forked child.
@@ -863,6 +889,70 @@ static void cache_store(const capture_t *c, int n, uint32_t id)
  *      dl_iterate_phdr callback would still leave the lock held: not
  *      covered.)
  * ------------------------------------------------------------------------- */
+/* Unloads a hit sees. dlclose's interposer (override_dlopen.c) counts in
+ * `dlcloses`: the calls under way in the low 32 bits, the calls done above
+ * them; dlopen's counts as one done (below). `dlcloses_checked` is a value of
+ * `dlcloses` with none under way, read by a check (forget_unloaded_code)
+ * before its dl_iterate_phdr. A capture uses the cache only while the two
+ * are equal, else it misses, and the miss checks. The steps:
+ *   1. dlclose: add 1 (one under way), call the next dlclose (which unloads
+ *      and adds to dlpi_subs), then add 2^32 - 1 (one done, none more under
+ *      way). A value with none under way never comes back: a hit that
+ *      compares equal saw no dlclose begin since the check.
+ *   2. A check reads `dlcloses` (acquire: the dlpi_subs additions of the
+ *      calls it counts as done are seen), then dlpi_subs, empties the
+ *      tables if that changed, and only then stores what it read in
+ *      `dlcloses_checked` (release, after the tables_forget it or an earlier
+ *      check did: unloads_seen is stored after the forget, with release,
+ *      and read here with acquire), unless a call was under way. A check
+ *      that stores an older value than another (two checks racing) costs a
+ *      miss, nothing more.
+ *   3. A hit loads `dlcloses_checked` with acquire (what the check emptied
+ *      is seen emptied) and `dlcloses` relaxed: code of a library loaded
+ *      where an unloaded one was can be on this thread's stack only after
+ *      that load took the loader's lock the unload held, so after step 1's
+ *      first addition, which the load then sees (coherence).
+ * What the count does not see, and the replay's bound (top_at, "The capture
+ * cache") keeps from a SIGSEGV (a wrong trace remains possible until the next
+ * miss): a library linked with libebb.a, libebb-prefixed.so or a libebb.so
+ * loaded by dlopen has no interposer in the process's path; and the C
+ * library's own unloads (gconv modules after iconv_close, NSS modules at
+ * exit: __libc_dlclose, which no interposer sees), unless a dlopen follows
+ * the unload (then dlopen's count makes the next capture check), a load by
+ * the C library itself (__libc_dlopen) or a dlopen racing the unload on
+ * another thread. */
+#define DLCLOSE_UNDER_WAY 0xffffffffull
+static atomic_ullong dlcloses;         /* steps 1, 3: written only by dlopen and dlclose */
+static atomic_ullong dlcloses_checked; /* steps 2, 3 */
+
+void trace_dlclose_begin(void)
+{
+    atomic_fetch_add_explicit(&dlcloses, 1, memory_order_relaxed);
+}
+
+/* Release: the unload (its dlpi_subs addition) comes before the count a
+ * check reads with acquire. */
+void trace_dlclose_end(void)
+{
+    atomic_fetch_add_explicit(&dlcloses, DLCLOSE_UNDER_WAY, memory_order_release);
+}
+
+/* A dlopen, before the next dlopen runs: the C library may have unloaded a
+ * module unseen (above), and what dlopen loads may land in its place. One
+ * done, as step 1 counts a dlclose; relaxed: it orders nothing the caller's
+ * later use of the library does not. */
+void trace_dlopen_begin(void)
+{
+    atomic_fetch_add_explicit(&dlcloses, DLCLOSE_UNDER_WAY + 1, memory_order_relaxed);
+}
+
+/* Step 3: no dlclose under way or done, nor dlopen, since the last check. */
+static inline bool cache_unloads_checked(void)
+{
+    return atomic_load_explicit(&dlcloses_checked, memory_order_acquire) ==
+           atomic_load_explicit(&dlcloses, memory_order_relaxed);
+}
+
 static atomic_ullong unloads_seen ebb_cold_bss; /* dlpi_subs when the tables were last emptied */
 static atomic_int unload_checks ebb_cold_bss;   /* threads inside the check's dl_iterate_phdr */
 static atomic_bool fork_waiting ebb_cold_bss;   /* trace_fork_prepare .. trace_fork_done */
@@ -919,6 +1009,7 @@ static bool forget_unloaded_code(void)
         atomic_fetch_sub(&unload_checks, 1);
         return false;
     }
+    unsigned long long closes = atomic_load_explicit(&dlcloses, memory_order_acquire);
     unsigned long long subs = 0;
     dl_iterate_phdr(unloads_cb, &subs);
     atomic_fetch_sub(&unload_checks, 1);
@@ -926,6 +1017,8 @@ static bool forget_unloaded_code(void)
         tables_forget();
         atomic_store_explicit(&unloads_seen, subs, memory_order_release);
     }
+    if ((closes & DLCLOSE_UNDER_WAY) == 0) /* "Unloads a hit sees", step 2 */
+        atomic_store_explicit(&dlcloses_checked, closes, memory_order_release);
     return true;
 }
 
@@ -1053,7 +1146,7 @@ uint32_t trace_capture_id(int max, uintptr_t mark)
         return 0;
     if (max > TRACE_DEPTH_MAX)
         max = TRACE_DEPTH_MAX;
-    if (cache && mark != 0) {
+    if (cache && mark != 0 && cache_unloads_checked()) {
         int depth;
         uint32_t id = cache_lookup(mark, max, &depth);
         if (id) {

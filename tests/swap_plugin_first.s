@@ -1,5 +1,6 @@
-# The first of two plugins loaded one after the other at one address in a
-# forked child (tests/debug/capture_cache_in_forked_child.c). entry() keeps a
+# The first of two plugins loaded one after the other at one address, in a
+# forked child (tests/debug/capture_cache_in_forked_child.c) or in one process
+# (tests/debug/capture_cache_after_library_swap.c). entry() keeps a
 # frame pointer, so the unwind rule at its malloc call's return address
 # (.text + 0x100) takes the caller's frame from rbp. x86-64 only.
 	.text

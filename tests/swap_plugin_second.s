@@ -1,5 +1,5 @@
-# The second plugin (tests/debug/capture_cache_in_forked_child.c), loaded where
-# the first was: entry() calls inner(), whose malloc call returns to the same
+# The second plugin (tests/debug/capture_cache_in_forked_child.c and
+# capture_cache_after_library_swap.c), loaded where the first was: entry() calls inner(), whose malloc call returns to the same
 # address as the first plugin's (.text + 0x100) with the same stack pointer.
 # inner() keeps no frame pointer and holds rbp + 32 MiB in rbp, as code built
 # without frame pointers may: the first plugin's rule, replayed here, would

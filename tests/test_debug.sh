@@ -676,6 +676,41 @@ for mode in alone threaded; do
 done
 end_case
 
+# Issue 4: a capture-cache hit did not check for unloaded code. In one
+# process (capture_cache_after_library_swap.c), a plugin loaded and unloaded
+# until every capture on the way hit, then another at its address, with a
+# malloc call at the same return address and stack address: the hit replayed
+# the first plugin's walk, a SIGSEGV inside ebb (swap_plugin_first.s: its rbp
+# rule on the second's scratch rbp, 32 MiB up) or a trace without the second
+# plugin's entry() (swap_plugin_first_rsp.s). The allocation's trace must
+# start inner, entry (second plugin). Then with the C library's own dlopen
+# and dlclose, which ebb does not see (as the C library's internal unloads,
+# or libebb.a): the wrong trace stays possible (src/trace.c, "Unloads a hit
+# sees"), the SIGSEGV must not, the replay staying under its walk's top.
+begin_case a_library_swapped_in_process_gets_its_own_trace
+for first in first first_rsp; do
+    timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off \
+        "$D/capture_cache_after_library_swap" "$BUILD/tests" libswap_plugin_$first.so \
+        libswap_plugin_second.so >/dev/null 2>"$TMP/swapin.err"
+    rc=$?
+    [ $rc -eq 0 ] || { fail "$first: expected exit 0, got $rc (139: SIGSEGV)"; show "$TMP/swapin.err"; continue; }
+    [ "$(grep -c '^--- libswap_plugin_.* at ' "$TMP/swapin.err")" -eq 2 ] &&
+        [ "$(grep '^--- libswap_plugin_' "$TMP/swapin.err" | awk '{ print $4 }' | sort -u | wc -l)" -eq 1 ] ||
+        fail "$first: the second plugin should load where the first was (else this checks nothing)"
+    trace=$(awk '/allocated at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t && /#[0-9]/' "$TMP/swapin.err" | head -n 2)
+    echo "$trace" | head -n 1 | grep -q ' in inner+.*libswap_plugin_second.so)$' &&
+        echo "$trace" | sed -n 2p | grep -q ' in entry+.*libswap_plugin_second.so)$' ||
+        { fail "$first: the allocation trace should start inner, entry (second plugin)"; show "$TMP/swapin.err"; }
+done
+timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off \
+    "$D/capture_cache_after_library_swap" "$BUILD/tests" libswap_plugin_first.so \
+    libswap_plugin_second.so unseen >/dev/null 2>"$TMP/swapin.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "unseen unload: expected exit 0, got $rc (139: SIGSEGV)"; show "$TMP/swapin.err"; }
+grep -q '^==ebb== ERROR: double free of ' "$TMP/swapin.err" ||
+    { fail "unseen unload: expected the double free report"; show "$TMP/swapin.err"; }
+end_case
+
 # Review findings: the kept frames were found by address and load bias only,
 # so a library loaded where an unloaded one was got the first one's names
 # (report_after_library_swap.c); and a frame found in the kept ones could be

@@ -4,7 +4,8 @@
 #
 #   exports_only_public_names   nm -D --defined-only lists nothing but the
 #                               standard allocation names, the glibc-specific
-#                               ones, dlopen and ebb_* (plus the version node itself)
+#                               ones, dlopen, dlclose and ebb_* (plus the version
+#                               node itself)
 #   exports_every_public_name   each of those names is there, as a function
 #   standard_names_are_unversioned  malloc & co carry no symbol version: the
 #                               dynamic linker lets only an unversioned
@@ -34,8 +35,9 @@ valloc pvalloc malloc_usable_size free_sized free_aligned_sized malloc_trim cfre
 mallinfo mallinfo2 malloc_stats malloc_info
 __libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign __libc_valloc
 __libc_pvalloc
-dlopen"
-# dlopen is there so that a library loaded with RTLD_DEEPBIND still uses ebb
+dlopen dlclose"
+# dlopen is there so that a library loaded with RTLD_DEEPBIND still uses ebb,
+# dlclose so that debug mode's capture cache knows of unloads
 # (src/override_dlopen.c).
 # Every function of include/ebb.h.
 EBB_NAMES=$(sed -n 's/^EBB_API[^(]*[ *]\(ebb_[a-z0-9_]*\)(.*/\1/p' "$(dirname "$0")/../include/ebb.h")

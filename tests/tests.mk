@@ -147,7 +147,7 @@ test-build: $(FAULT_PROGS) $(TEST_DIR)/test_debug $(TEST_DIR)/test_unwind \
             $(TEST_DIR)/libunwind_plugin_big.so $(TEST_DIR)/libunwind_plugin_small.so \
             $(TEST_DIR)/libreport_plugin_a.so $(TEST_DIR)/libreport_plugin_b.so \
             $(TEST_DIR)/libsepdebug_plugin.so $(TEST_DIR)/libswap_plugin_first.so \
-            $(TEST_DIR)/libswap_plugin_second.so
+            $(TEST_DIR)/libswap_plugin_second.so $(TEST_DIR)/libswap_plugin_first_rsp.so
 
 $(TEST_DIR)/debug/%: tests/debug/%.c tests/debug/fault.h tests/debug/coroutine.h $(TEST_HDRS) $(BUILD)/libebb.so
 	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
@@ -162,8 +162,9 @@ $(TEST_DIR)/libunwind_plugin_big.so: tests/unwind_plugin.c
 $(TEST_DIR)/libunwind_plugin_small.so: tests/unwind_plugin.c
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) -shared -fPIC $< -o $@)
 
-# Two hand-written plugins swapped at one address in a forked child
-# (tests/debug/capture_cache_in_forked_child.c): x86-64 assembly.
+# Hand-written plugins swapped at one address, in a forked child
+# (tests/debug/capture_cache_in_forked_child.c) and in one process
+# (tests/debug/capture_cache_after_library_swap.c): x86-64 assembly.
 $(TEST_DIR)/libswap_plugin_%.so: tests/swap_plugin_%.s
 	$(call test_soft_build,$(CC) -shared $< -o $@)
 
