@@ -1391,6 +1391,10 @@ void leak_report_at_exit(void)
     if (regs_missed == UINT_MAX) {
         text_add(&t, "==ebb== other threads' registers not read (no real-time signal free, or "
                      "/proc/self/task unreadable): blocks only they point to are counted lost\n");
+    } else if (!os_single_threaded() && option_get(OPT_DEBUG_LEAK_REGISTERS) == 0) {
+        /* Asked for, yet the report must not read as if they were looked at. */
+        text_add(&t, "==ebb== other threads' registers not read (EBB_DEBUG_LEAK_REGISTERS=0): "
+                     "blocks only they point to are counted lost\n");
     } else if (regs_missed > 0) {
         text_add(&t, "==ebb== registers of ");
         text_add_u64(&t, regs_missed, 0);

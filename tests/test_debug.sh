@@ -990,6 +990,15 @@ grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 600 bytes lost in 3 blocks$' "$TMP/r
     { fail "blocked: the thread's two blocks should count as lost with the 300-byte one"; show "$TMP/regb.err"; }
 grep -q '^==ebb== registers of 1 running thread not read (signals blocked, no answer, or status unreadable): blocks only they point to are counted lost$' "$TMP/regb.err" ||
     { fail "blocked: the report should say one thread's registers were not read"; show "$TMP/regb.err"; }
+# Turned off, the pass reads no thread's registers, and the report says so
+# (before stop 37 it read as if they had been looked at).
+timeout 20 env EBB_DEBUG=1 EBB_DEBUG_LEAK_REGISTERS=0 "$D/leak_pointer_in_register" >"$TMP/rego.out" 2>"$TMP/rego.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "registers off: expected exit 0, got $rc"; show "$TMP/rego.err"; }
+grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 600 bytes lost in 3 blocks$' "$TMP/rego.err" ||
+    { fail "registers off: the thread's two blocks should count as lost with the 300-byte one"; show "$TMP/rego.err"; }
+grep -q "^==ebb== other threads' registers not read (EBB_DEBUG_LEAK_REGISTERS=0): blocks only they point to are counted lost$" "$TMP/rego.err" ||
+    { fail "registers off: the report should say the registers were not read, and why"; show "$TMP/rego.err"; }
 end_case
 
 # DEGRADED RUN_ARGS... -- LOST_LINE WANT_LINE...: run RUN_ARGS (a command,
