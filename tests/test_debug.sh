@@ -410,6 +410,22 @@ rc=$?
 grep -q "^cancelled$" "$TMP/ed.out" || fail "the reporting thread should have been cancelled and joined"
 end_case
 
+# Review of 723bdb3: a leak report skipped because the process exits from a
+# signal handler that interrupted this thread's own report (a double free's,
+# blocked writing to a full pipe) checked nothing, yet the process exited
+# with the handler's 0 under EBB_DEBUG_LEAK_EXITCODE (fail-open), unlike a
+# report skipped for a lock held elsewhere in ebb.
+begin_case leak_exit_code_applies_when_exit_interrupts_a_report
+for code in 0 23; do
+    timeout -s KILL 20 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAK_EXITCODE=$code \
+        "$D/leak_exitcode_exit_during_report" >"$TMP/exr.out" 2>/dev/null
+    rc=$?
+    [ $rc -eq $code ] || fail "EBB_DEBUG_LEAK_EXITCODE=$code: expected exit $code, got $rc (137: it hung)"
+    grep -q "^reporting$" "$TMP/exr.out" || fail "EBB_DEBUG_LEAK_EXITCODE=$code: the double free should have run"
+    grep -q "^survived$" "$TMP/exr.out" && fail "EBB_DEBUG_LEAK_EXITCODE=$code: the handler should have exited inside the report"
+done
+end_case
+
 # The leak report at exit (tests/debug/leaks.c: 3 x 100 bytes lost from
 # allocate_lost; 200 bytes from allocate_kept and a chain of 1000 x 64 from
 # allocate_chain reachable from globals).
