@@ -174,6 +174,24 @@ void __tsan_acquire(void *addr);
 #define SPARSE_IDLE_FACTOR 20
 #define SPARSE_IDLE_MAX_MS 1000
 
+/* However short the purge delay, a heap counts as idle for the scavenger's
+ * visit (heap.c, quiescing) only once it has taken no slow path for this
+ * long. Quiescing costs a membarrier (an interrupt on every CPU running the
+ * process) and sends the owner's frees down the remote path while it lasts.
+ * With EBB_PURGE_DELAY=0 the scavenger, passing once a millisecond,
+ * quiesced a thread in the middle of its frees: the blocks it freed then
+ * waited for the next pass instead of being purged as they were freed
+ * (test_purge, purge_delay_zero_returns_memory_at_once: up to +6 MiB "right
+ * after" the frees in 2 runs of 60, and +10.7 MiB in a CI run). What waits
+ * for the visit at delay 0 is little: one empty page per size class and
+ * blocks other threads freed into the heap's pages. 2 ms: the scavenger
+ * sees a slow path only as a changed count between two passes, so this means
+ * at least one whole pass with none; a thread freeing in a loop takes one
+ * every few microseconds. No more, so that EBB_PURGE_DELAY=2 still visits
+ * threads between their bursts (run_tests.sh, threads_tsan_scavenger: gaps
+ * of 3 ms). */
+#define HEAP_IDLE_MIN_MS 2
+
 /* A process that never created a thread and fits in one segment gets no
  * scavenger thread (purge.c, "solo"): it keeps at most this many bytes of
  * freed slices waiting for the passes its own allocator calls run, and

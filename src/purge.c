@@ -399,7 +399,7 @@ static bool purge_pass_locked(bool force)
         pending |= debug_reuse_decay(now, force);
     }
     /* Idle heaps next: the pages they give up join the segments below. */
-    heap_scavenge(now, delay > 0 ? (uint64_t)delay : 0, force);
+    heap_scavenge(now, delay > HEAP_IDLE_MIN_MS ? (uint64_t)delay : HEAP_IDLE_MIN_MS, force);
     segment_abandoned_collect(force);
     if (delay >= 0 || force)
         pending |= purge_segments(force);
