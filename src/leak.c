@@ -1217,27 +1217,48 @@ static void leak_exit_code_apply(void)
     _exit((int)code);
 }
 
+/* A report's first words, "==ebb== LEAK REPORT (pid N): ", into out->t, with
+ * the report lock taken and the log opened: leak_report_end closes both. */
+typedef struct report_out_s {
+    text_t t;
+    int fd;
+    bool opened;
+} report_out_t;
+
+static void leak_report_begin(report_out_t *out)
+{
+    debug_report_lock();
+    out->fd = debug_log_open(&out->opened);
+    text_init(&out->t, out->fd);
+    text_add(&out->t, "==ebb== LEAK REPORT (pid ");
+    text_add_u64(&out->t, (uint64_t)os_getpid(), 0);
+    text_add(&out->t, "): ");
+}
+
+/* The closing marker: a report without it was cut short. */
+static void leak_report_end(report_out_t *out)
+{
+    text_add(&out->t, "==ebb== end of leak report\n");
+    text_flush(&out->t);
+    debug_log_close(out->fd, out->opened);
+    debug_report_unlock();
+}
+
 /* The report when its arrays could not be mapped (`bytes` for `blocks`
  * live blocks): a header, the reason, and the closing marker, so that it
  * reads as a whole report that checked nothing, not as one cut short. */
 static void leak_report_not_made(size_t bytes, size_t blocks)
 {
-    debug_report_lock();
-    bool opened;
-    int fd = debug_log_open(&opened);
-    text_t t;
-    text_init(&t, fd);
-    text_add(&t, "==ebb== LEAK REPORT (pid ");
-    text_add_u64(&t, (uint64_t)os_getpid(), 0);
-    text_add(&t, "): not made\n==ebb== INCOMPLETE: no memory for the leak report (");
-    text_add_u64(&t, bytes, 0);
-    text_add(&t, " bytes for ");
-    text_add_u64(&t, blocks, 0);
-    text_add(&t, blocks == 1 ? " live block" : " live blocks");
-    text_add(&t, " refused); no block was checked\n==ebb== end of leak report\n");
-    text_flush(&t);
-    debug_log_close(fd, opened);
-    debug_report_unlock();
+    report_out_t out;
+    leak_report_begin(&out);
+    text_t *t = &out.t;
+    text_add(t, "not made\n==ebb== INCOMPLETE: no memory for the leak report (");
+    text_add_u64(t, bytes, 0);
+    text_add(t, " bytes for ");
+    text_add_u64(t, blocks, 0);
+    text_add(t, blocks == 1 ? " live block" : " live blocks");
+    text_add(t, " refused); no block was checked\n");
+    leak_report_end(&out);
 }
 
 void leak_report_at_exit(void)
@@ -1365,66 +1386,58 @@ void leak_report_at_exit(void)
     debug_quarantine_hold(false);
     purge_exclusive_end();
 
-    debug_report_lock();
-    bool opened;
-    int fd = debug_log_open(&opened);
-    text_t t;
-    text_init(&t, fd);
-    text_add(&t, "==ebb== LEAK REPORT (pid ");
-    text_add_u64(&t, (uint64_t)os_getpid(), 0);
-    text_add(&t, "): ");
-    text_add_u64(&t, lost_bytes, 0);
-    text_add(&t, " bytes lost in ");
-    text_add_u64(&t, lost, 0);
-    text_add(&t, lost == 1 ? " block\n" : " blocks\n");
-    print_groups(&t, groups, ngroups, false, false);
+    report_out_t out;
+    leak_report_begin(&out);
+    text_t *t = &out.t;
+    text_add_u64(t, lost_bytes, 0);
+    text_add(t, " bytes lost in ");
+    text_add_u64(t, lost, 0);
+    text_add(t, lost == 1 ? " block\n" : " blocks\n");
+    print_groups(t, groups, ngroups, false, false);
     if (mode == 2) {
-        print_groups(&t, groups, ngroups, false, true);
-        print_groups(&t, groups, ngroups, true, false);
+        print_groups(t, groups, ngroups, false, true);
+        print_groups(t, groups, ngroups, true, false);
     }
     if (inh > 0) {
-        text_add(&t, "==ebb== lost too: ");
-        add_count(&t, inh_bytes, inh);
-        text_add(&t, " allocated before this process was forked");
-        text_add(&t, mode == 2 ? "\n" : " (EBB_DEBUG_LEAKS=all lists them)\n");
+        text_add(t, "==ebb== lost too: ");
+        add_count(t, inh_bytes, inh);
+        text_add(t, " allocated before this process was forked");
+        text_add(t, mode == 2 ? "\n" : " (EBB_DEBUG_LEAKS=all lists them)\n");
     }
-    text_add(&t, "==ebb== still reachable: ");
-    add_count(&t, kept_bytes, kept);
-    text_add(&t, mode == 2 ? "\n" : " (EBB_DEBUG_LEAKS=all lists them)\n");
+    text_add(t, "==ebb== still reachable: ");
+    add_count(t, kept_bytes, kept);
+    text_add(t, mode == 2 ? "\n" : " (EBB_DEBUG_LEAKS=all lists them)\n");
     if (gone > 0) {
-        text_add(&t, "==ebb== freed by other threads while the report ran, not counted: ");
-        text_add_u64(&t, gone, 0);
-        text_add(&t, gone == 1 ? " block\n" : " blocks\n");
+        text_add(t, "==ebb== freed by other threads while the report ran, not counted: ");
+        text_add_u64(t, gone, 0);
+        text_add(t, gone == 1 ? " block\n" : " blocks\n");
     }
     if (regs_missed == UINT_MAX) {
-        text_add(&t, "==ebb== other threads' registers not read (no real-time signal free, or "
-                     "/proc/self/task unreadable): blocks only they point to are counted lost\n");
+        text_add(t, "==ebb== other threads' registers not read (no real-time signal free, or "
+                    "/proc/self/task unreadable): blocks only they point to are counted lost\n");
     } else if (!os_single_threaded() && option_get(OPT_DEBUG_LEAK_REGISTERS) == 0) {
         /* Asked for, yet the report must not read as if they were looked at. */
-        text_add(&t, "==ebb== other threads' registers not read (EBB_DEBUG_LEAK_REGISTERS=0): "
-                     "blocks only they point to are counted lost\n");
+        text_add(t, "==ebb== other threads' registers not read (EBB_DEBUG_LEAK_REGISTERS=0): "
+                    "blocks only they point to are counted lost\n");
     } else if (regs_missed > 0) {
-        text_add(&t, "==ebb== registers of ");
-        text_add_u64(&t, regs_missed, 0);
-        text_add(&t, regs_missed == 1 ? " running thread" : " running threads");
-        text_add(&t, " not read (signals blocked, no answer, or status unreadable): "
-                     "blocks only they point to are counted lost\n");
+        text_add(t, "==ebb== registers of ");
+        text_add_u64(t, regs_missed, 0);
+        text_add(t, regs_missed == 1 ? " running thread" : " running threads");
+        text_add(t, " not read (signals blocked, no answer, or status unreadable): "
+                    "blocks only they point to are counted lost\n");
     }
     if (lk.reads_refused > 0) {
-        text_add(&t, "==ebb== INCOMPLETE: the system refused ");
-        text_add_u64(&t, lk.reads_refused, 0);
-        text_add(&t, lk.reads_refused == 1 ? " read" : " reads");
-        text_add(&t, " of memory (process_vm_readv and pipes both refused); blocks reached only "
-                     "through what was not read are counted lost\n");
+        text_add(t, "==ebb== INCOMPLETE: the system refused ");
+        text_add_u64(t, lk.reads_refused, 0);
+        text_add(t, lk.reads_refused == 1 ? " read" : " reads");
+        text_add(t, " of memory (process_vm_readv and pipes both refused); blocks reached only "
+                    "through what was not read are counted lost\n");
     }
     if (!roots_whole)
-        text_add(&t, "==ebb== INCOMPLETE: not every root could be listed (/proc/self/maps not read "
-                     "whole, or a module's headers unreadable in a forked child); blocks reached "
-                     "only from those left out are counted lost\n");
-    text_add(&t, "==ebb== end of leak report\n");
-    text_flush(&t);
-    debug_log_close(fd, opened);
-    debug_report_unlock();
+        text_add(t, "==ebb== INCOMPLETE: not every root could be listed (/proc/self/maps not read "
+                    "whole, or a module's headers unreadable in a forked child); blocks reached "
+                    "only from those left out are counted lost\n");
+    leak_report_end(&out);
     os_unmap(mem, bytes);
     if (lk.units != NULL)
         os_unmap(lk.units, lk.index_bytes);

@@ -225,12 +225,13 @@ static inline size_t check_all_bytes(const void *p, size_t n, uint8_t v)
 }
 
 /* The process's address space (VmSize) in bytes, or -1. */
-static inline long check_vm_size(void)
+/* The kB figure after `key` in a small /proc file, in bytes; -1 if absent.
+ * open/read, not stdio, which would allocate (and could start ebb's
+ * scavenger in a case that counts threads or limits the address space). */
+static inline long check_proc_kb(const char *path, const char *key)
 {
-    /* open/read, not stdio, which would allocate (and could start ebb's
-     * scavenger in a case that counts threads or limits the address space). */
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY);
+    char buf[8192];
+    int fd = open(path, O_RDONLY);
     if (fd < 0)
         return -1;
     ssize_t n = read(fd, buf, sizeof buf - 1);
@@ -238,8 +239,13 @@ static inline long check_vm_size(void)
     if (n <= 0)
         return -1;
     buf[n] = '\0';
-    const char *at = strstr(buf, "VmSize:");
-    return at ? strtol(at + 7, NULL, 10) * 1024 : -1;
+    const char *at = strstr(buf, key);
+    return at ? strtol(at + strlen(key), NULL, 10) * 1024 : -1;
+}
+
+static inline long check_vm_size(void)
+{
+    return check_proc_kb("/proc/self/status", "VmSize:");
 }
 
 #endif /* EBB_TEST_CHECK_H */

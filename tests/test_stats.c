@@ -853,17 +853,7 @@ static void *trimmed_blocks[(32 << 20) / 1000 + 1];
  * allocating (check_anon_rss's stdio would add a block of its own). */
 static long anon_rss_quiet(void)
 {
-    static char buf[8192];
-    int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    const char *at = strstr(buf, "\nAnonymous:");
-    return at ? strtol(at + strlen("\nAnonymous:"), NULL, 10) * 1024 : -1;
+    return check_proc_kb("/proc/self/smaps_rollup", "\nAnonymous:");
 }
 
 typedef struct moment_s {
