@@ -181,10 +181,11 @@ void __tsan_acquire(void *addr);
  * With EBB_PURGE_DELAY=0 the scavenger, passing once a millisecond,
  * quiesced a thread in the middle of its frees: the blocks it freed then
  * waited for the next pass instead of being purged as they were freed
- * (test_purge, purge_delay_zero_returns_memory_at_once: up to +6 MiB "right
- * after" the frees in 2 runs of 60, and +10.7 MiB in a CI run). What waits
- * for the visit at delay 0 is little: one empty page per size class and
- * blocks other threads freed into the heap's pages. 2 ms: the scavenger
+ * (test_purge, purge_delay_zero_returns_memory_at_once: 4 runs of 160 held
+ * 2.7-12.4 MiB over the live bytes "right after" the frees, where the
+ * margin is 4, and a CI run 10.7; none of 250 since). What waits for the
+ * visit at delay 0 is little: one empty page per size class and blocks
+ * other threads freed into the heap's pages. 2 ms: the scavenger
  * sees a slow path only as a changed count between two passes, so this means
  * at least one whole pass with none; a thread freeing in a loop takes one
  * every few microseconds. No more, so that EBB_PURGE_DELAY=2 still visits
