@@ -10,9 +10,6 @@
  * their own launcher (sandbox_no_vm_readv.c). Exit 2 if the filter cannot be
  * installed. */
 #include <errno.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,15 +17,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#define NATIVE_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define NATIVE_ARCH AUDIT_ARCH_AARCH64
-#endif
+#include "seccomp_filter.h"
 
 /* linux/fs.h's PAGEMAP_SCAN: _IOWR('f', 16, struct pm_scan_arg), 96 bytes
  * (declared here for older headers, as src/leak.c does). */
@@ -49,11 +41,7 @@ int main(int argc, char **argv)
     bool no_mincore = strstr(argv[1], "mincore") != NULL;
 #ifdef NATIVE_ARCH
     struct sock_filter filter[] = {
-        /* Another architecture's call numbers mean other calls: allowed. */
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        SECCOMP_LOAD_NATIVE_NR,
         /* mincore (when asked) -> ENOSYS */
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, no_mincore ? SYS_mincore : (uint32_t)-1, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
@@ -64,9 +52,7 @@ int main(int argc, char **argv)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOTTY & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog program = {sizeof filter / sizeof filter[0], filter};
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+    if (seccomp_install(filter, sizeof filter / sizeof filter[0]) != 0) {
         perror("sandbox_refuse: installing the seccomp filter");
         return 2;
     }

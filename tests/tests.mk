@@ -69,10 +69,10 @@ $(TEST_DIR)/test_thread_churn: tests/test_thread_churn.c $(TEST_HDRS) $(BUILD)/l
 $(TEST_DIR)/test_fork: tests/test_fork.c $(TEST_HDRS) $(BUILD)/libebb.so
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
 
-$(TEST_DIR)/sandbox_no_vm_readv: tests/sandbox_no_vm_readv.c
+$(TEST_DIR)/sandbox_no_vm_readv: tests/sandbox_no_vm_readv.c tests/seccomp_filter.h
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@)
 
-$(TEST_DIR)/sandbox_refuse: tests/sandbox_refuse.c
+$(TEST_DIR)/sandbox_refuse: tests/sandbox_refuse.c tests/seccomp_filter.h
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@)
 
 $(TEST_DIR)/test_first_call: tests/test_first_call.c $(TEST_HDRS) $(BUILD)/libebb.so
@@ -149,7 +149,7 @@ test-build: $(FAULT_PROGS) $(TEST_DIR)/test_debug $(TEST_DIR)/test_unwind \
             $(TEST_DIR)/libsepdebug_plugin.so $(TEST_DIR)/libswap_plugin_first.so \
             $(TEST_DIR)/libswap_plugin_second.so $(TEST_DIR)/libswap_plugin_first_rsp.so
 
-$(TEST_DIR)/debug/%: tests/debug/%.c tests/debug/fault.h tests/debug/coroutine.h $(TEST_HDRS) $(BUILD)/libebb.so
+$(TEST_DIR)/debug/%: tests/debug/%.c tests/debug/fault.h tests/debug/coroutine.h tests/seccomp_filter.h $(TEST_HDRS) $(BUILD)/libebb.so
 	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
 
 $(TEST_DIR)/test_debug: tests/test_debug.c $(TEST_HDRS) $(BUILD)/libebb.so | $(TEST_DIR)/libreport_plugin_a.so

@@ -12,12 +12,10 @@
 #include "fault.h"
 
 #include <errno.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
+
+#include "seccomp_filter.h"
 
 void **volatile chain_head;
 
@@ -46,10 +44,7 @@ static int refuse_mappings(int small_only)
 {
 #if defined(__x86_64__) && defined(__LP64__)
     struct sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        SECCOMP_LOAD_NATIVE_NR,
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 0, 6),
         BPF_JUMP(BPF_JMP | BPF_JA, small_only ? 0 : 4, 0, 0),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1]) + 4),
@@ -59,11 +54,7 @@ static int refuse_mappings(int small_only)
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOMEM & SECCOMP_RET_DATA)),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     };
-    struct sock_fprog program = {sizeof filter / sizeof filter[0], filter};
-    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-                   prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0
-               ? 0
-               : -1;
+    return seccomp_install(filter, sizeof filter / sizeof filter[0]);
 #else
     (void)small_only;
     return -1;
