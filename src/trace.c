@@ -921,20 +921,23 @@ static void cache_store(const capture_t *c, int n, uint32_t id)
  * the unload (then dlopen's count makes the next capture check), a load by
  * the C library itself (__libc_dlopen) or a dlopen racing the unload on
  * another thread. */
-#define DLCLOSE_UNDER_WAY 0xffffffffull
+#define DLCLOSE_ONE_UNDER_WAY 1ull                  /* the low 32 bits count them */
+#define DLCLOSE_ONE_DONE      (1ull << 32)          /* the bits above count these */
+#define DLCLOSE_UNDER_WAY     (DLCLOSE_ONE_DONE - 1) /* mask of the calls under way */
 static atomic_ullong dlcloses;         /* steps 1, 3: written only by dlopen and dlclose */
 static atomic_ullong dlcloses_checked; /* steps 2, 3 */
 
 void trace_dlclose_begin(void)
 {
-    atomic_fetch_add_explicit(&dlcloses, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dlcloses, DLCLOSE_ONE_UNDER_WAY, memory_order_relaxed);
 }
 
 /* Release: the unload (its dlpi_subs addition) comes before the count a
  * check reads with acquire. */
 void trace_dlclose_end(void)
 {
-    atomic_fetch_add_explicit(&dlcloses, DLCLOSE_UNDER_WAY, memory_order_release);
+    atomic_fetch_add_explicit(&dlcloses, DLCLOSE_ONE_DONE - DLCLOSE_ONE_UNDER_WAY,
+                              memory_order_release);
 }
 
 /* A dlopen, before the next dlopen runs: the C library may have unloaded a
@@ -943,7 +946,7 @@ void trace_dlclose_end(void)
  * later use of the library does not. */
 void trace_dlopen_begin(void)
 {
-    atomic_fetch_add_explicit(&dlcloses, DLCLOSE_UNDER_WAY + 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dlcloses, DLCLOSE_ONE_DONE, memory_order_relaxed);
 }
 
 /* Step 3: no dlclose under way or done, nor dlopen, since the last check. */
