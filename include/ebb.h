@@ -134,7 +134,8 @@ EBB_API void ebb_free_aligned_sized(void *p, size_t alignment, size_t size);
  * page's other free blocks are used up, or go back with the page). Returns 1
  * if any memory was released, 0 otherwise: a call with nothing freed or
  * reused since the last one returns 0 and calls no madvise or munmap (it
- * still pauses other threads' heaps to look, a membarrier each). */
+ * still pauses other threads' heaps to look, a membarrier each; the calling
+ * thread's own heap needs none). */
 EBB_API int ebb_malloc_trim(size_t pad);
 
 /* ebb_collect(force): returns free memory held by the calling thread's heap and

@@ -401,10 +401,14 @@ void ebb_collect(bool force)
     if (heap != &heap_empty) {
         lock_acquire(&heap->lock);
         heap_collect_pages(heap, force);
-        if (force)
+        if (force) {
             heap_trim_pages(heap);
+            segment_release_empty(heap); /* as the scavenger's visit would */
+        }
         lock_release(&heap->lock);
     }
+    /* The passes' visits skip this heap (heap_scavenge): it was done above,
+     * by its owner, with no need to quiesce it. */
     if (force)
         purge_run(true);
 }
@@ -564,9 +568,13 @@ static uint64_t sparse_idle_ms(uint64_t idle_ms)
 void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
 {
     heap_quiesce_init(); /* quiesce_ready decides what a busy heap keeps pending */
+    /* A forced pass runs in ebb_collect, which has just collected, trimmed
+     * and released the caller's own heap as its owner: quiescing it again
+     * would cost a membarrier and a read of its busy byte for nothing. */
+    const heap_t *own = force ? (tls.heap != &heap_empty ? tls.heap : tls_debug_heap) : NULL;
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h; h = h->all_next) {
-        if (!h->in_use)
+        if (!h->in_use || (own != NULL && h == own))
             continue;
         int remote = atomic_exchange(&h->remote_pending, 0) || collect_request_pending(h);
         int retained = atomic_exchange(&h->retained_pending, 0);

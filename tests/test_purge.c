@@ -3701,6 +3701,114 @@ static void debug_mode_a_second_malloc_trim_with_nothing_freed_returns_0(void)
 }
 
 /* ---------------------------------------------------------------------------
+ * Issue 3, "a forced trim quiesces its caller's own heap": malloc_trim(0)
+ * collects and trims the calling thread's heap as its owner, then runs two
+ * forced passes, whose visits quiesced every heap in use, the caller's too:
+ * a membarrier (which interrupts every running thread of the process) and a
+ * read of its busy byte through process_vm_readv each, four system calls a
+ * trim in a single-threaded program with nothing to give back, and the same
+ * pause of the other threads in a threaded one. The owner needs no pause to
+ * look at its own heap. Counted with strace (.ci/run installs it): the
+ * main thread's membarrier and process_vm_readv calls between two getppid
+ * markers, around three trims.
+ * ------------------------------------------------------------------------- */
+static void child_three_trims_between_markers(void)
+{
+    frag_size = 1000;
+    frag_count = (size_t)(8 * MiB) / frag_size;
+    memset(frag_blocks, 0, sizeof frag_blocks);
+    frag_build(0, frag_count);
+    malloc_trim(0); /* the first: registers membarrier, reads the options */
+    syscall(SYS_getppid);
+    malloc_trim(0);
+    size_t mid = frag_count / 2 / FRAG_KEEP_EVERY * FRAG_KEEP_EVERY;
+    free(frag_blocks[mid]); /* something to give back for the last one */
+    frag_blocks[mid] = NULL;
+    malloc_trim(0);
+    ebb_collect(true);
+    syscall(SYS_getppid);
+    frag_free_all(0, frag_count, 0, 0);
+}
+
+static void a_trim_does_not_quiesce_its_callers_own_heap(const char *const *env, const char *mode)
+{
+    char self[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    REQUIRE(len > 0, "readlink /proc/self/exe: %s", strerror(errno));
+    self[len] = '\0'; /* under strace, /proc/self/exe would be strace */
+    char out[] = "/tmp/ebb_test_trim_strace_XXXXXX";
+    int fd = mkstemp(out);
+    REQUIRE(fd >= 0, "mkstemp: %s", strerror(errno));
+    close(fd);
+    char *argv[] = {(char *)"strace", (char *)"-f", (char *)"-qq", (char *)"-o", out,
+                    (char *)"-e", (char *)"trace=membarrier,process_vm_readv,getppid",
+                    self, (char *)"--child", (char *)"child_three_trims_between_markers", NULL};
+    size_t n_env = 0, n_add = 0;
+    while (environ[n_env])
+        n_env++;
+    while (env[n_add])
+        n_add++;
+    char **envp = calloc(n_env + n_add + 1, sizeof *envp);
+    REQUIRE(envp != NULL, "calloc failed");
+    size_t k = 0;
+    for (size_t i = 0; i < n_env; i++)
+        if (strncmp(environ[i], "CHECK_ONLY=", 11) != 0)
+            envp[k++] = environ[i];
+    for (size_t j = 0; j < n_add; j++)
+        envp[k++] = (char *)env[j];
+    envp[k] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, "strace", NULL, NULL, argv, envp);
+    free(envp);
+    REQUIRE(rc == 0, "strace could not be started (%s): .ci/run installs it", strerror(rc));
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "%s: the child under strace should pass (status 0x%x)", mode, status);
+    FILE *f = fopen(out, "r");
+    REQUIRE(f != NULL, "%s: strace's output %s cannot be read", out, mode);
+    /* The child is strace's first process: its main thread's lines come
+     * first. "PID syscall(...) = result". */
+    long main_pid = -1;
+    int markers = 0, barriers = 0, reads = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *rest;
+        long lp = strtol(line, &rest, 10);
+        if (main_pid < 0)
+            main_pid = lp;
+        if (lp != main_pid)
+            continue; /* the scavenger's own passes */
+        while (*rest == ' ')
+            rest++;
+        if (strncmp(rest, "getppid(", 8) == 0)
+            markers++;
+        else if (markers == 1 && strncmp(rest, "membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED,", 44) == 0)
+            barriers++;
+        else if (markers == 1 && strncmp(rest, "process_vm_readv(", 17) == 0)
+            reads++;
+    }
+    fclose(f);
+    unlink(out);
+    printf("    info: %s: three forced trims in a single-threaded process made %d membarrier "
+           "and %d process_vm_readv calls\n", mode, barriers, reads);
+    CHECK(markers == 2, "%s: strace should show the child's two getppid markers; it showed %d",
+          mode, markers);
+    CHECK(barriers == 0 && reads == 0,
+          "%s: malloc_trim and ebb_collect(true) in a single-threaded process should not "
+          "quiesce the caller's own heap (no membarrier, no read of its busy byte); three "
+          "calls made %d membarrier and %d process_vm_readv calls", mode, barriers, reads);
+}
+
+static void a_forced_trim_pauses_no_thread_for_its_callers_own_heap(void)
+{
+    a_trim_does_not_quiesce_its_callers_own_heap(frag_env, "release mode");
+    a_trim_does_not_quiesce_its_callers_own_heap(frag_debug_env, "debug mode");
+}
+
+/* ---------------------------------------------------------------------------
  * 1h. The floor (docs/memory-return.md, "The floor"): what ebb itself keeps
  * resident in a process that barely allocates. Every page of libebb's own
  * writable data (its relocated data, .data, .bss and the sparse cold arrays
@@ -5927,6 +6035,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_blocks_freed_after_an_idle_trim_are_trimmed_too),
     CHILD_CASE(child_remote_frees_after_an_idle_trim_are_trimmed_too),
     CHILD_CASE(child_a_quiescent_trim_gives_back_nothing_twice),
+    CHILD_CASE(child_three_trims_between_markers),
 #endif
 #if defined(PURGE_HOOKS)
     CHILD_CASE(child_frees_racing_purge_passes_are_purged_not_unmapped),
@@ -6055,6 +6164,7 @@ int main(int argc, char **argv)
     RUN_CASE(debug_mode_idle_process_gives_back_pages_under_live_blocks);
     RUN_CASE(a_second_malloc_trim_with_nothing_freed_returns_0_and_calls_no_madvise);
     RUN_CASE(debug_mode_a_second_malloc_trim_with_nothing_freed_returns_0);
+    RUN_CASE(a_forced_trim_pauses_no_thread_for_its_callers_own_heap);
     RUN_CASE(a_fresh_process_writes_few_of_ebbs_static_pages);
     RUN_CASE(the_standby_segment_keeps_no_page_resident);
 #endif
