@@ -930,7 +930,9 @@ int os_thread_count(void);
  * caller's scratch for OS_REGISTERS_BATCH threads (it holds copies of
  * pointers: not a root). Returns how many threads could not be asked or did
  * not answer (their signal blocked, or no answer within 500 ms), UINT_MAX if
- * none could be (no free real-time signal, /proc unreadable). */
+ * none could be (no free real-time signal, /proc unreadable). *listed_whole
+ * is false when the listing of /proc/self/task failed part way: the threads
+ * not listed yet were not asked, nor counted in the return value. */
 #define OS_REGISTERS_BATCH 64
 /* x86-64 with AVX-512 and APX: 23 general registers, xmm0-15 (32 words),
  * ymm0-15's upper halves (32), the opmask registers k0-7 (8), zmm0-15's
@@ -941,7 +943,8 @@ typedef struct os_registers_s {
     size_t count;                       /* words used */
 } os_registers_t;
 unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name,
-                                    void (*fn)(const os_registers_t *regs, void *arg), void *arg);
+                                    void (*fn)(const os_registers_t *regs, void *arg), void *arg,
+                                    bool *listed_whole);
 /* Copy up to n bytes of this process's memory at `from` into `to` without
  * faulting ("Reading this process's own memory"): the count copied, short
  * where the memory stops being mapped (0: not mapped at `from`); -1 if the

@@ -978,12 +978,15 @@ static void mark_registers(const os_registers_t *regs, void *arg)
  * each with a signal; EBB_DEBUG_LEAK_REGISTERS=0: not). Ours are on our
  * stack (__builtin_unwind_init), and a process that never created a thread
  * has no others. Returns how many threads' registers could not be read,
- * UINT_MAX if none could. */
-static unsigned scan_registers(void)
+ * UINT_MAX if none could; *listed_whole false if /proc/self/task could not
+ * be listed to its end (the threads left unlisted, not counted, unread). */
+static unsigned scan_registers(bool *listed_whole)
 {
+    *listed_whole = true;
     if (os_single_threaded() || option_get(OPT_DEBUG_LEAK_REGISTERS) == 0)
         return 0;
-    return os_other_threads_registers(scratch.regs, PURGE_THREAD_NAME, mark_registers, NULL);
+    return os_other_threads_registers(scratch.regs, PURGE_THREAD_NAME, mark_registers, NULL,
+                                      listed_whole);
 }
 
 /* Small blocks are read a window at a time: one os_read_own a block
@@ -1337,7 +1340,8 @@ void leak_report_at_exit(void)
         lk.skip_count++;
     }
     huge_for_each_cached(cached_huge, NULL);
-    unsigned regs_missed = scan_registers();
+    bool threads_listed_whole;
+    unsigned regs_missed = scan_registers(&threads_listed_whole);
     bool roots_whole = scan_roots(dead);
     mark_all();
 
@@ -1412,20 +1416,28 @@ void leak_report_at_exit(void)
         text_add_u64(t, gone, 0);
         text_add(t, gone == 1 ? " block\n" : " blocks\n");
     }
+    /* Registers left unread are roots left unseen: INCOMPLETE, as the
+     * other lines of what the report could not see (before 2026-12-06 these
+     * lines did not say so). */
     if (regs_missed == UINT_MAX) {
-        text_add(t, "==ebb== other threads' registers not read (no real-time signal free, or "
-                    "/proc/self/task unreadable): blocks only they point to are counted lost\n");
+        text_add(t, "==ebb== INCOMPLETE: other threads' registers not read (no real-time signal "
+                    "free, or /proc/self/task unreadable): blocks only they point to are counted "
+                    "lost\n");
     } else if (!os_single_threaded() && option_get(OPT_DEBUG_LEAK_REGISTERS) == 0) {
         /* Asked for, yet the report must not read as if they were looked at. */
-        text_add(t, "==ebb== other threads' registers not read (EBB_DEBUG_LEAK_REGISTERS=0): "
-                    "blocks only they point to are counted lost\n");
+        text_add(t, "==ebb== INCOMPLETE: other threads' registers not read "
+                    "(EBB_DEBUG_LEAK_REGISTERS=0): blocks only they point to are counted lost\n");
     } else if (regs_missed > 0) {
-        text_add(t, "==ebb== registers of ");
+        text_add(t, "==ebb== INCOMPLETE: registers of ");
         text_add_u64(t, regs_missed, 0);
         text_add(t, regs_missed == 1 ? " running thread" : " running threads");
         text_add(t, " not read (signals blocked, no answer, or status unreadable): "
                     "blocks only they point to are counted lost\n");
     }
+    if (!threads_listed_whole)
+        text_add(t, "==ebb== INCOMPLETE: /proc/self/task not listed to its end: the registers of "
+                    "the threads not listed were not read; blocks only they point to are counted "
+                    "lost\n");
     if (lk.reads_refused > 0) {
         text_add(t, "==ebb== INCOMPLETE: the system refused ");
         text_add_u64(t, lk.reads_refused, 0);

@@ -1004,7 +1004,7 @@ rc=$?
 [ $rc -eq 0 ] || { fail "blocked: expected exit 0, got $rc"; show "$TMP/regb.err"; }
 grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 600 bytes lost in 3 blocks$' "$TMP/regb.err" ||
     { fail "blocked: the thread's two blocks should count as lost with the 300-byte one"; show "$TMP/regb.err"; }
-grep -q '^==ebb== registers of 1 running thread not read (signals blocked, no answer, or status unreadable): blocks only they point to are counted lost$' "$TMP/regb.err" ||
+grep -q '^==ebb== INCOMPLETE: registers of 1 running thread not read (signals blocked, no answer, or status unreadable): blocks only they point to are counted lost$' "$TMP/regb.err" ||
     { fail "blocked: the report should say one thread's registers were not read"; show "$TMP/regb.err"; }
 # Turned off, the pass reads no thread's registers, and the report says so
 # (before stop 37 it read as if they had been looked at).
@@ -1013,7 +1013,7 @@ rc=$?
 [ $rc -eq 0 ] || { fail "registers off: expected exit 0, got $rc"; show "$TMP/rego.err"; }
 grep -q '^==ebb== LEAK REPORT (pid [0-9]*): 600 bytes lost in 3 blocks$' "$TMP/rego.err" ||
     { fail "registers off: the thread's two blocks should count as lost with the 300-byte one"; show "$TMP/rego.err"; }
-grep -q "^==ebb== other threads' registers not read (EBB_DEBUG_LEAK_REGISTERS=0): blocks only they point to are counted lost$" "$TMP/rego.err" ||
+grep -q "^==ebb== INCOMPLETE: other threads' registers not read (EBB_DEBUG_LEAK_REGISTERS=0): blocks only they point to are counted lost$" "$TMP/rego.err" ||
     { fail "registers off: the report should say the registers were not read, and why"; show "$TMP/rego.err"; }
 end_case
 
@@ -1040,7 +1040,7 @@ degraded() {
     [ "$(tail -n 1 "$TMP/dg.err")" = "==ebb== end of leak report" ] ||
         { fail "${args[*]}: the report must end with its closing marker"; show "$TMP/dg.err"; }
 }
-NOT_ASKED="==ebb== other threads' registers not read (no real-time signal free, or /proc/self/task unreadable): blocks only they point to are counted lost"
+NOT_ASKED="==ebb== INCOMPLETE: other threads' registers not read (no real-time signal free, or /proc/self/task unreadable): blocks only they point to are counted lost"
 ROOTS_CUT="==ebb== INCOMPLETE: not every root could be listed"
 
 # Threads the report could not ask for their registers are counted, and the
@@ -1053,17 +1053,44 @@ ROOTS_CUT="==ebb== INCOMPLETE: not every root could be listed"
 begin_case leak_report_says_which_threads_it_could_not_ask
 degraded "$D/leak_pointer_in_register" no-free-signal -- "600 bytes lost in 3 blocks" "$NOT_ASKED"
 degraded "$D/leak_pointer_in_register" descriptors=1 -- "600 bytes lost in 3 blocks" \
-    "running threads not read (signals blocked, no answer, or status unreadable)"
+    "==ebb== INCOMPLETE: registers of " "running threads not read (signals blocked, no answer, or status unreadable)"
 degraded "$D/leak_pointer_in_register" descriptors=0 -- "[0-9]* bytes lost in [0-9]* blocks" \
     "$NOT_ASKED" "$ROOTS_CUT" "==ebb== 300 bytes in 1 block lost, allocated at:"
 end_case
 
+# Threads the report asked nothing, or that never answered: each way the
+# report says so in an INCOMPLETE line (before 2026-12-06 the lines about
+# registers were not marked INCOMPLETE), and counts the holder's two blocks
+# lost. The listing of /proc/self/task failing after its first entries
+# (tests/os_shim.c, task_cut: the holder is listed after the failure):
+# before, the failure read as the listing's end, and the report said
+# nothing. A holder a tracer keeps stopped, as a debugger that stopped one
+# thread does: not waited for past 500 ms, counted.
+begin_case leak_report_says_which_threads_went_unasked_or_unanswered
+degraded env OS_SHIM=task_cut LD_PRELOAD="$BUILD/tests/libos_shim.so" "$D/leak_pointer_in_register" -- \
+    "600 bytes lost in 3 blocks" \
+    "==ebb== INCOMPLETE: /proc/self/task not listed to its end: the registers of the threads not listed were not read; blocks only they point to are counted lost"
+timeout 20 env EBB_DEBUG=1 "$D/leak_pointer_in_register" stopped >"$TMP/stopped.out" 2>&1
+if grep -q "no ptrace here" "$TMP/stopped.out"; then
+    echo "    skipped the stopped holder: no ptrace here"
+else
+    degraded "$D/leak_pointer_in_register" stopped -- "600 bytes lost in 3 blocks" \
+        "==ebb== INCOMPLETE: registers of 1 running thread not read (signals blocked, no answer, or status unreadable): blocks only they point to are counted lost"
+fi
+end_case
+
 # After degraded with EBB_DEBUG_LEAKS=all: the two blocks allocated from FUNC
 # are listed as still reachable (the degraded path found their pointers), and
-# the report does not say it is incomplete.
+# the report does not say it is incomplete (but in the INCOMPLETE line that
+# has ALLOWED, if given).
 reached_twice() {
     local n
-    grep -q "INCOMPLETE" "$TMP/dg.err" && fail "nothing was left unread: no INCOMPLETE line expected"
+    if [ $# -gt 1 ]; then
+        grep "INCOMPLETE" "$TMP/dg.err" | grep -qvF -- "$2" &&
+            fail "nothing but '$2' was left unread: $(grep INCOMPLETE "$TMP/dg.err" | grep -vF -- "$2")"
+    else
+        grep -q "INCOMPLETE" "$TMP/dg.err" && fail "nothing was left unread: no INCOMPLETE line expected"
+    fi
     n=$(awk '/still reachable, allocated at:/ { t = 1; next } /^==ebb==/ { t = 0 } t' "$TMP/dg.err" |
         grep -c " in $1+")
     [ "$n" -eq 2 ] || { fail "the two blocks allocated from $1 should be still reachable (found $n)"; show "$TMP/dg.err"; }
@@ -1086,8 +1113,10 @@ degraded env EBB_DEBUG_LEAKS=all "$SB" pagemap_scan "$D/leak_huge_untouched" -- 
 reached_twice allocate_reached_via_huge
 degraded env EBB_DEBUG_LEAKS=all "$SB" mincore "$D/leak_big_roots" small -- "300 bytes lost in 1 block"
 reached_twice allocate_reached_via_mapping
+# (The descriptor is taken by the listing of /proc/self/task first: ebb's
+# scavenger, whose name the report then cannot read, is counted unread.)
 degraded env EBB_DEBUG_LEAKS=all "$D/leak_big_roots" small descriptors=1 -- "300 bytes lost in 1 block"
-reached_twice allocate_reached_via_mapping
+reached_twice allocate_reached_via_mapping "==ebb== INCOMPLETE: registers of 1 running thread not read"
 end_case
 
 # The report's own memory refused at exit (tests/debug/leak_report_refused_memory.c,

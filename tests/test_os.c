@@ -317,6 +317,7 @@ static void note_registers(const os_registers_t *regs, void *arg)
 }
 
 static os_registers_t slots[OS_REGISTERS_BATCH];
+static bool listed_whole; /* the last pass's: /proc/self/task listed to its end */
 
 /* Start the holder (signals blocked or not), ask, stop it. Missed count.
  * A holder that takes signals and did not answer is asked again, 5 times at
@@ -345,7 +346,8 @@ static unsigned ask_a_holder_once(bool blocked)
     }
     while (!atomic_load(&spinning))
         usleep(100);
-    unsigned missed = os_other_threads_registers(slots, "no-such-name", note_registers, NULL);
+    unsigned missed =
+        os_other_threads_registers(slots, "no-such-name", note_registers, NULL, &listed_whole);
     atomic_store(&stop_spinning, 1);
     pthread_join(t, NULL);
     return missed;
@@ -361,6 +363,7 @@ static void a_value_held_only_in_a_register_arrives(void)
     CHECK(missed == 0, "the one other thread takes signals: %u missed", missed);
     CHECK(regs_seen.calls == 1, "one thread's registers expected, got %d", regs_seen.calls);
     CHECK(regs_seen.magic, "the value only the thread's register held should be among its registers");
+    CHECK(listed_whole, "/proc/self/task should have been listed to its end");
     struct sigaction now;
     sigaction(SIGRTMAX, NULL, &now);
     CHECK(now.sa_handler == SIG_DFL && !(now.sa_flags & SA_SIGINFO),
@@ -475,7 +478,8 @@ static void a_thread_in_sigwait_is_not_sent_the_signal(void)
     }
     REQUIRE(asleep, "the waiting thread never showed in rt_sigtimedwait");
     memset(&regs_seen, 0, sizeof regs_seen);
-    unsigned missed = os_other_threads_registers(slots, "no-such-name", note_registers, NULL);
+    unsigned missed =
+        os_other_threads_registers(slots, "no-such-name", note_registers, NULL, &listed_whole);
     usleep(50000);
     int got = atomic_load(&waited_signal);
     CHECK(got == 0, "the waiting thread received signal %d (SIGRTMAX is %d)", got, SIGRTMAX);

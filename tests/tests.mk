@@ -40,7 +40,7 @@ TEST_PROGS := $(addprefix $(TEST_DIR)/,test_api test_threads test_thread_churn t
                 test_first_call test_oom libctor.so test_ctor test_ctor_preload test_static \
                 test_static_full test_threads_asan test_threads_tsan test_stats test_stats_tsan \
                 test_os test_classes test_dlopen test_deepbind test_prefixed \
-                sandbox_no_vm_readv sandbox_refuse)
+                sandbox_no_vm_readv sandbox_refuse libos_shim.so)
 
 # Run a build command; on failure keep its output in $@.fail instead of failing.
 # $(1): the command.
@@ -74,6 +74,10 @@ $(TEST_DIR)/sandbox_no_vm_readv: tests/sandbox_no_vm_readv.c tests/seccomp_filte
 
 $(TEST_DIR)/sandbox_refuse: tests/sandbox_refuse.c tests/seccomp_filter.h
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@)
+
+# Preloaded: it replaces syscall and pread (tests/os_shim.c says how).
+$(TEST_DIR)/libos_shim.so: tests/os_shim.c
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@)
 
 $(TEST_DIR)/test_first_call: tests/test_first_call.c $(TEST_HDRS) $(BUILD)/libebb.so
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)

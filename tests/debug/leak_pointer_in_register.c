@@ -14,12 +14,24 @@
  *   leak_pointer_in_register descriptors=N
  *                                     the process has N file descriptors
  *                                     left at exit (use_up_descriptors)
+ *   leak_pointer_in_register stopped  a tracer (a child process) holds the
+ *                                     holder stopped, as a debugger that
+ *                                     stopped one thread does: it cannot
+ *                                     answer, the report must not wait for
+ *                                     it for ever, and says so
+ * Preloaded with tests/os_shim.c (OS_SHIM=task_cut), the listing of
+ * /proc/self/task fails after the main thread's entry: the holder is not
+ * asked, and the report must say so.
  */
 #include "fault.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
 __attribute__((noinline)) static void *allocate_reached_via_register(size_t n)
 {
@@ -29,7 +41,7 @@ __attribute__((noinline)) static void *allocate_reached_via_register(size_t n)
 }
 
 static uintptr_t held[2]; /* a moment only: the thread moves them to registers */
-static atomic_int holding;
+static atomic_int holding, holder_tid;
 static int block_signals;
 
 /* Load the two pointers into callee-saved registers, clear the only copies
@@ -81,6 +93,7 @@ __attribute__((noinline, noreturn)) static void spin_holding(void)
 static void *holder(void *arg)
 {
     (void)arg;
+    atomic_store(&holder_tid, (int)syscall(SYS_gettid));
     if (block_signals) {
         sigset_t all;
         sigfillset(&all);
@@ -90,6 +103,44 @@ static void *holder(void *arg)
     held[1] = (uintptr_t)allocate_reached_via_register(200);
     scrub_stack(); /* stale copies from inside malloc */
     spin_holding();
+}
+
+/* Stop thread `tid` from a child process that traces it (PTRACE_SEIZE,
+ * then PTRACE_INTERRUPT) and keeps it stopped until this process is gone
+ * (the pipe's write end, this process's, is closed at its exit); when the
+ * tracer exits, the thread is let go. 0 once it is stopped. */
+static int stop_from_a_tracer(int tid)
+{
+    int ready[2], gone[2];
+    if (pipe(ready) != 0 || pipe(gone) != 0)
+        return -1;
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* Yama's ptrace_scope 1; else fails */
+    pid_t tracer = fork();
+    if (tracer < 0)
+        return -1;
+    if (tracer == 0) {
+        close(ready[0]);
+        close(gone[1]);
+        int status;
+        char ok = ptrace(PTRACE_SEIZE, tid, 0, 0) == 0 && ptrace(PTRACE_INTERRUPT, tid, 0, 0) == 0 &&
+                          waitpid(tid, &status, __WALL) == tid && WIFSTOPPED(status)
+                      ? 'y'
+                      : 'n';
+        if (write(ready[1], &ok, 1) != 1)
+            _exit(1);
+        char byte;
+        while (read(gone[0], &byte, 1) > 0)
+            ;
+        _exit(0);
+    }
+    close(ready[1]);
+    close(gone[0]);
+    char ok = 'n';
+    if (read(ready[0], &ok, 1) != 1 || ok != 'y') {
+        printf("no ptrace here: the holder could not be stopped\n");
+        return -1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -116,6 +167,8 @@ int main(int argc, char **argv)
             signal(sig, SIG_IGN);
     }
     if (strncmp(mode, "descriptors=", 12) == 0 && use_up_descriptors(atoi(mode + 12)) != 0)
+        return 2;
+    if (strcmp(mode, "stopped") == 0 && stop_from_a_tracer(atomic_load(&holder_tid)) != 0)
         return 2;
     return 0; /* the report runs at exit, the holder still spinning */
 }
