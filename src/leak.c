@@ -47,13 +47,16 @@
  * ROOT_SCAN_DIRECT, only the pages this process has present or swapped out
  * are scanned (a page never touched holds no pointer), found by PAGEMAP_SCAN
  * or /proc/self/pagemap; of a shared root range above it, the pages in memory
- * (mincore). Other threads still run: their stacks are scanned whole, and
+ * (mincore). Where the kernel refuses those, a bounded amount is read whole
+ * (scan_unfound), a big shared range is read where this process maps pages,
+ * and what was left is counted: the report says INCOMPLETE. Other threads still run: their stacks are scanned whole, and
  * their registers as a signal found them, before the roots' scan (os.c,
  * "Other threads' registers"; threads that cannot be asked are counted in
  * the report). What it cannot see: pointers in registers os.c does not read
  * (SVE beyond 128 bits) or of threads that could not be
  * asked, pointers stored disguised (xor-ed, compressed, in files), pointers
- * in swapped-out pages of a big shared mapping, and blocks referenced only
+ * in swapped-out pages of a big shared mapping (and, with mincore refused,
+ * in its pages this process does not map), and blocks referenced only
  * from memory ebb does not know as a root (another allocator's heap,
  * read-only mappings other than RELRO).
  */
@@ -128,6 +131,12 @@ static struct {
     uint32_t *granules;
     size_t unit_count, index_bytes;
     size_t reads_refused; /* os_read_own calls the system refused (-1) */
+    /* Memory whose used pages could not be found (scan_unfound): what may
+     * still be read whole, private and shared, and what was not read
+     * (unread), or read only where this process maps pages (mapped_only:
+     * a big shared root with mincore refused). */
+    uintptr_t whole_private_left, whole_shared_left;
+    uint64_t unread_bytes, mapped_only_bytes;
 } lk ebb_cold_bss;
 
 static uintptr_t span_end(const span_t *s)
@@ -677,18 +686,49 @@ static void page_runs_finish(page_runs_t *r, uintptr_t end, uintptr_t from)
         scan_range(from > r->start ? from : r->start, end);
 }
 
+/* Memory whose used pages could not be found is read whole up to these,
+ * in all, in one report; the rest is left unread, and counted (the report
+ * says INCOMPLETE). Reading untouched private memory maps the zero page
+ * (page tables: 2 MiB a GiB, and time: 16 GiB took 2.3 s; a 64 TiB mapping
+ * would take hours and 128 GiB of page tables); reading a hole of a shared
+ * mapping makes the kernel fill it with a page of memory (a 128 MiB memory
+ * file became 128 MiB of memory: tests/debug/leak_big_shared_root.c). */
+#define WHOLE_PRIVATE_MAX ((uintptr_t)4 << 30)
+#define WHOLE_SHARED_MAX  ((uintptr_t)64 << 20)
+
+/* [start, end), whose used pages could not be found: read whole if it fits
+ * in what may still be (lk.whole_*_left), else left unread, and counted.
+ * False if left unread. */
+static bool scan_unfound(uintptr_t start, uintptr_t end, bool shared)
+{
+    if (start >= end)
+        return true;
+    uintptr_t *left = shared ? &lk.whole_shared_left : &lk.whole_private_left;
+    if (end - start > *left) {
+        lk.unread_bytes += end - start;
+        return false;
+    }
+    *left -= end - start;
+    scan_range(start, end);
+    return true;
+}
+
 /* Scan [start, end) where pages are present or swapped out: an untouched 32
  * GiB block took 45 s to read whole. By PAGEMAP_SCAN where the kernel has it,
  * else by reading pagemap (bits 63 and 62), a run of used pages at a time;
- * without pagemap, all of it. */
-static void scan_used_pages(uintptr_t start, uintptr_t end)
+ * without pagemap (or after a read of it failed), what is left of it is read
+ * whole within bounds (scan_unfound; before 2026-12-06, at any size). A
+ * short read of pagemap is taken as far as it goes (the kernel reads whole
+ * entries only). `shared`: a shared root's, whose pages in memory mincore
+ * could not find (scan_resident_pages). */
+static void scan_used_pages(uintptr_t start, uintptr_t end, bool shared)
 {
     uint64_t *entries = scratch.entries;
     static int fd = -2;
     if (fd == -2)
         fd = os_open_read("/proc/self/pagemap");
     if (fd < 0) {
-        scan_range(start, end);
+        scan_unfound(start, end, shared);
         return;
     }
     size_t ps = os_info.page_size;
@@ -700,7 +740,8 @@ static void scan_used_pages(uintptr_t start, uintptr_t end)
             n = sizeof scratch.entries / sizeof scratch.entries[0];
         ssize_t got = pread(fd, entries, n * sizeof entries[0], (off_t)(page / ps * sizeof entries[0]));
         if (got < (ssize_t)sizeof entries[0]) {
-            page_runs_finish(&r, end, page); /* the rest whole */
+            page_runs_add(&r, page, false); /* the run so far */
+            scan_unfound(page > start ? page : start, end, shared);
             return;
         }
         n = (size_t)got / sizeof entries[0];
@@ -715,7 +756,11 @@ static void scan_used_pages(uintptr_t start, uintptr_t end)
  * them now; the page tables do not say, a child has none for the shared
  * mappings it inherited). A run of them at a time; the holes are not read
  * (reading one would make the kernel fill it). What is swapped out is not
- * seen. */
+ * seen. Where mincore fails (refused by a sandbox; or part of the range
+ * unmapped meanwhile), the rest is read whole within WHOLE_SHARED_MAX
+ * (before 2026-12-06, at any size: a 128 MiB memory file's holes became 128
+ * MiB of memory); past it, only where this process maps pages
+ * (scan_used_pages), and counted: the report says INCOMPLETE. */
 static void scan_resident_pages(uintptr_t start, uintptr_t end)
 {
     size_t ps = os_info.page_size;
@@ -726,7 +771,15 @@ static void scan_resident_pages(uintptr_t start, uintptr_t end)
         if (n > sizeof scratch.resident)
             n = sizeof scratch.resident;
         if (mincore((void *)page, n * ps, scratch.resident) != 0) {
-            page_runs_finish(&r, end, page); /* unmapped meanwhile: skipped there */
+            page_runs_add(&r, page, false); /* the run so far */
+            uintptr_t from = page > start ? page : start;
+            if (end - from <= lk.whole_shared_left) {
+                scan_unfound(from, end, true); /* unmapped parts are skipped */
+            } else {
+                uint64_t unread = lk.unread_bytes; /* what pagemap too left unread */
+                scan_used_pages(from, end, true);
+                lk.mapped_only_bytes += (end - from) - (lk.unread_bytes - unread);
+            }
             return;
         }
         for (size_t k = 0; k < n; k++, page += ps)
@@ -807,7 +860,7 @@ static void scan_root(uintptr_t start, uintptr_t end, bool shared)
         if (stop - start >= ROOT_SCAN_DIRECT && shared)
             scan_resident_pages(start, stop);
         else if (stop - start >= ROOT_SCAN_DIRECT)
-            scan_used_pages(start, stop);
+            scan_used_pages(start, stop, false);
         else
             scan_range(start, stop);
         start = stop;
@@ -1026,7 +1079,7 @@ static void scan_span(const span_t *s)
     uintptr_t base = start & ~(WINDOW_BYTES - 1);
     if ((s->flags & SPAN_HUGE) || end > base + WINDOW_BYTES) {
         if (end - start > HUGE_SCAN_DIRECT)
-            scan_used_pages(start, end);
+            scan_used_pages(start, end, false);
         else
             scan_range(start, end);
         return;
@@ -1294,6 +1347,8 @@ void leak_report_at_exit(void)
     debug_quarantine_hold(true);
     memset(&lk, 0, sizeof lk);
     lk.reads_refused = 0;
+    lk.whole_private_left = WHOLE_PRIVATE_MAX;
+    lk.whole_shared_left = WHOLE_SHARED_MAX;
     segment_for_each(spans_of_segment, NULL);
     huge_for_each_live(spans_of_huge, NULL);
     size_t cap = lk.cap + 64, huge_cap = lk.huge_cap + 16;
@@ -1444,6 +1499,20 @@ void leak_report_at_exit(void)
         text_add(t, lk.reads_refused == 1 ? " read" : " reads");
         text_add(t, " of memory (process_vm_readv and pipes both refused); blocks reached only "
                     "through what was not read are counted lost\n");
+    }
+    if (lk.mapped_only_bytes > 0) {
+        text_add(t, "==ebb== INCOMPLETE: ");
+        text_add_u64(t, lk.mapped_only_bytes, 0);
+        text_add(t, " bytes of big shared mappings read only where this process maps pages "
+                    "(mincore refused; read whole, their holes would become memory); blocks "
+                    "reached only through the rest are counted lost\n");
+    }
+    if (lk.unread_bytes > 0) {
+        text_add(t, "==ebb== INCOMPLETE: ");
+        text_add_u64(t, lk.unread_bytes, 0);
+        text_add(t, " bytes of big mappings or blocks not read (the pages they use could not be "
+                    "found: /proc/self/pagemap or mincore refused; too big to read whole); "
+                    "blocks reached only through them are counted lost\n");
     }
     if (!roots_whole)
         text_add(t, "==ebb== INCOMPLETE: not every root could be listed (/proc/self/maps not read "

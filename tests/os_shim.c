@@ -7,9 +7,10 @@
  *                  first getdents64 is given 80 bytes of buffer ("." and ".."
  *                  and one thread, the first, which is the main thread), the
  *                  next fails with EIO
- *   pagemap_short  every read of /proc/self/pagemap returns half the bytes
- *                  asked for and 3 more (a cut entry at its end), and fewer
- *                  than an entry when 8 bytes are asked for
+ *   pagemap_short  every read of /proc/self/pagemap returns half the
+ *                  entries asked for (the kernel reads whole entries only:
+ *                  a count or offset not a multiple of 8 is EINVAL)
+ *   pagemap_fail   every read of /proc/self/pagemap fails with EIO
  * It replaces syscall(2) and pread(2) (ebb calls both through the C
  * library; the C library's own calls do not go through them). Its own calls
  * are made with the syscall instruction: no call to the C library's
@@ -107,8 +108,11 @@ long syscall(long nr, ...)
 
 ssize_t pread(int fd, void *buf, size_t n, off_t offset)
 {
-    if (asked("pagemap_short") && fd_is(fd, "pagemap"))
-        n = n <= 8 ? n / 2 : n / 2 + 3;
+    if ((asked("pagemap_short") || asked("pagemap_fail")) && fd_is(fd, "pagemap")) {
+        if (asked("pagemap_fail"))
+            return result(-EIO);
+        n = n / 16 > 0 ? n / 16 * 8 : n;
+    }
     return result(raw_syscall(SYS_pread64, fd, (long)buf, (long)n, (long)offset, 0, 0));
 }
 
