@@ -695,7 +695,7 @@ typedef struct cache_entry_s {
     uint64_t rbp_steps; /* bit i: steps[i]'s CFA is from rbp */
     /* steps[i]: the rule from the record's pc i, and pc i + 1 (one record a
      * step, so that a replay step reads one place). */
-    struct {
+    struct cache_step_s {
         uintptr_t next_pc;
         int32_t cfa_off, rbp_off;
         uint32_t next_pc_at; /* rbp_steps == 0: where next_pc lies, from the mark
@@ -763,39 +763,18 @@ static inline __attribute__((always_inline)) bool replay_step(walk_t *w, rule_t 
     return true;
 }
 
-/* A hit's trace id (*depth: its frames), or 0. */
-ebb_racy_reader static uint32_t cache_lookup(uintptr_t mark, int max, int *out_depth)
+/* The replay of an entry with rbp steps, for cache_lookup, which has checked
+ * its key (and returns what this returns): the trace id, or 0 at the first
+ * pc that differs. Apart from the chains of rsp steps only, so that their
+ * replay, nearly every hit, sets up no frame for this one's registers. */
+static ebb_noinline uint32_t replay_rbp_steps(const volatile cache_entry_t *v, unsigned seq,
+                                               uintptr_t mark, int frames, int depth,
+                                               int *out_depth)
 {
+    const cache_entry_t *e = (const cache_entry_t *)v;
     walk_t w = walk_start(mark);
-    cache_entry_t *e = &cache[cache_index(mark, w.pc)];
-    unsigned seq = atomic_load_explicit(&e->seq, memory_order_acquire);
-    if (seq & 1)
-        return 0;
-    const volatile cache_entry_t *v = e;
-    int frames = v->frames, depth = v->depth;
-    if (v->max != max || depth == 0 || depth > frames || frames > WALK_FRAMES ||
-        v->mark != mark || v->first_pc != w.pc || v->thread != thread_id_self())
-        return 0;
     uint64_t rbp_steps = v->rbp_steps;
     uintptr_t top = mark + v->top_at;
-    /* The replay. Each step's rule and pc are read from the entry, then the
-     * count is checked, before the rule computes an address. A chain whose
-     * steps all go by rsp has each return address at a fixed distance from
-     * the mark (the sum of the CFA offsets below it, worked out by
-     * cache_store): its replay reads those slots and no other (rbp, which
-     * no step of it uses, is not followed). In a debug-mode python run all
-     * but a few hundred of 18.8 M replay steps were such. */
-    if (rbp_steps == 0) {
-        for (int i = 0; i + 1 < frames; i++) {
-            uintptr_t at = mark + v->steps[i].next_pc_at, want = v->steps[i].next_pc;
-            atomic_thread_fence(memory_order_acquire);
-            if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
-                return 0;
-            if (*(const uintptr_t *)at != want)
-                return 0;
-        }
-        goto replayed;
-    }
     for (int i = 0; i + 1 < frames; i++) {
         rule_t r = {.cfa_off = v->steps[i].cfa_off, .rbp_off = v->steps[i].rbp_off,
                     .cfa_rbp = (uint8_t)(rbp_steps >> i & 1)};
@@ -806,7 +785,49 @@ ebb_racy_reader static uint32_t cache_lookup(uintptr_t mark, int max, int *out_d
         if (!replay_step(&w, r, top) || w.pc != want)
             return 0;
     }
-replayed:;
+    uint32_t id = v->id;
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
+        return 0;
+    *out_depth = depth;
+    return id;
+}
+
+/* A hit's trace id (*depth: its frames), or 0. */
+ebb_racy_reader static uint32_t cache_lookup(uintptr_t mark, int max, int *out_depth)
+{
+    uintptr_t first_pc = *(const uintptr_t *)(mark - sizeof(uintptr_t)); /* walk_start's pc */
+    cache_entry_t *e = &cache[cache_index(mark, first_pc)];
+    unsigned seq = atomic_load_explicit(&e->seq, memory_order_acquire);
+    if (seq & 1)
+        return 0;
+    const volatile cache_entry_t *v = e;
+    int frames = v->frames, depth = v->depth;
+    if (v->max != max || depth == 0 || depth > frames || frames > WALK_FRAMES ||
+        v->mark != mark || v->first_pc != first_pc || v->thread != thread_id_self())
+        return 0;
+    /* The replay. Each step's rule and pc are read from the entry, then the
+     * count is checked, before the rule computes an address. A chain whose
+     * steps all go by rsp has each return address at a fixed distance from
+     * the mark (the sum of the CFA offsets below it, worked out by
+     * cache_store): its replay reads those slots and no other (rbp, which
+     * no step of it uses, is not followed). In a debug-mode python run all
+     * but a few hundred of 18.8 M replay steps were such, so this loop is
+     * kept to a few instructions a step: a pointer to the step, the slot
+     * addressed from the mark (9 instructions a step against 13 when it
+     * indexed steps[i]; callgrind, 2026-12-06). */
+    if (ebb_unlikely(v->rbp_steps != 0))
+        return replay_rbp_steps(v, seq, mark, frames, depth, out_depth);
+    const volatile struct cache_step_s *s = v->steps, *end = v->steps + (frames - 1);
+    for (; s < end; s++) {
+        uint32_t at = s->next_pc_at;
+        uintptr_t want = s->next_pc;
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
+            return 0;
+        if (*(const uintptr_t *)(mark + at) != want)
+            return 0;
+    }
     uint32_t id = v->id;
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
