@@ -1214,6 +1214,8 @@ static void prefetch_block(const debug_header_t *h)
     if (h == NULL)
         return;
     const char *p = (const char *)h;
+    /* Unrolled: the loop's own counting took three instructions a line. */
+#pragma GCC unroll 16
     for (size_t off = 0; off < PREFETCH_BYTES; off += 64)
         __builtin_prefetch(p + off);
 }
