@@ -1095,12 +1095,18 @@ static void leave_quarantine_all(debug_header_t *list)
  * reported once the shard's lock is dropped (quarantine_report_cut: a report
  * may abort). Review finding: an overflow 84 bytes past a block into its
  * quarantined neighbour's header crashed the next drain. */
+static bool quarantined_magic(const debug_header_t *h)
+{
+    uint64_t m = atomic_load_explicit(&h->magic, memory_order_relaxed);
+    return m == (DEBUG_MAGIC_FREED ^ (uintptr_t)h) || m == (DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h);
+}
+
+/* A link read from a header: to a header of ours whose magic says freed. */
 static bool quarantined_sound(const debug_header_t *h)
 {
     if (((uintptr_t)h & (MIN_ALIGN - 1)) != 0 || !segment_map_contains(h))
         return false;
-    uint64_t m = atomic_load_explicit(&h->magic, memory_order_relaxed);
-    return m == (DEBUG_MAGIC_FREED ^ (uintptr_t)h) || m == (DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h);
+    return quarantined_magic(h);
 }
 
 /* The first cut this thread made and has not reported yet: the block whose
@@ -1167,8 +1173,12 @@ static size_t shard_take_locked(quarantine_shard_t *q, size_t need, debug_header
 {
     size_t got = 0;
     while (got < need && q->first && q->first != keep) {
+        /* q->first is a block free pushed or a link quarantined_sound
+         * passed (below), whose block has stayed allocated since: only its
+         * magic, which a write may have changed meanwhile, is checked again,
+         * not where it points (a segment map look-up an eviction). */
         debug_header_t *old = q->first;
-        if (!quarantined_sound(old)) {
+        if (!quarantined_magic(old)) {
             got += shard_cut_locked(q, NULL, old);
             break;
         }
