@@ -423,6 +423,16 @@ static const uint8_t *find_changed(const uint8_t *p, size_t n, uint8_t byte)
 }
 
 
+/* The usable size of the underlying block h starts: alloc_usable_size, with
+ * a small page's look-up inlined (three or four of them a malloc/free pair). */
+static inline size_t block_bytes(const debug_header_t *h)
+{
+    segment_t *seg = ptr_segment(h);
+    if (ebb_unlikely(seg->kind == SEGMENT_HUGE))
+        return huge_usable_size(seg);
+    return segment_page_of(seg, h)->block_size;
+}
+
 /* The canary: the padding between header and user bytes, and the bytes from
  * the requested end to the block's end (its first CANARY_CHECK_MAX). */
 static size_t tail_len(debug_header_t *h, size_t usable)
@@ -435,7 +445,7 @@ static size_t tail_len(debug_header_t *h, size_t usable)
  * pass it to tail_len: the look-up is a good part of a small block's cost). */
 static size_t tail_of(debug_header_t *h)
 {
-    return tail_len(h, alloc_usable_size(h));
+    return tail_len(h, block_bytes(h));
 }
 
 static void canary_write(debug_header_t *h)
@@ -637,7 +647,7 @@ bool debug_header_intact(debug_header_t *h, debug_header_t *copy)
     }
     if (copy->check != header_check(copy))
         return false;
-    size_t usable = alloc_usable_size(h);
+    size_t usable = block_bytes(h);
     return debug_offset(copy) <= usable && copy->size <= usable - debug_offset(copy);
 }
 
@@ -725,11 +735,6 @@ static quarantine_shard_t shards[QUARANTINE_SHARDS] ebb_cold_bss;
 static atomic_size_t q_bytes;      /* in all shards */
 static atomic_uint q_next_shard;   /* round-robin assignment */
 static __thread unsigned tls_shard; /* this thread's shard + 1; 0: none yet */
-
-static size_t block_bytes(debug_header_t *h)
-{
-    return alloc_usable_size(h);
-}
 
 /* This thread's shard (of the quarantine and of the reuse cache). */
 static unsigned own_shard(void)
@@ -1612,7 +1617,7 @@ static debug_header_t *header_judge(const void *p, debug_header_t *h, ptr_kind_t
         *kind = PTR_NOT_LIVE;
         return h;
     }
-    if (!header_sound(h, true) || debug_offset(h) > alloc_usable_size(h)) {
+    if (!header_sound(h, true) || debug_offset(h) > block_bytes(h)) {
         *kind = PTR_DAMAGED; /* live, but a write changed its header */
         return h;
     }
