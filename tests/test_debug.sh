@@ -334,6 +334,27 @@ n=$(grep -c "^==ebb== ERROR: corrupted block header of " "$TMP/hw.err")
 [ "$n" -eq 80 ] || fail "40 writes, each reported by verify and by the free: 80 reports expected, got $n"
 end_case
 
+# A write at every offset of the canary's first 16 bytes and of the free fill,
+# for sizes around each width the fill checks compare at (2026-12-06: 16 bytes
+# at a time up to 128, memcmp beyond): each found by ebb_debug_verify (counted
+# by the program) and by the canary's check at free or the fill's at
+# quarantine exit (counted here).
+begin_case fill_checks_every_offset
+timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off \
+    "$D/fill_checks_every_offset" >"$TMP/fc.out" 2>"$TMP/fc.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0, got $rc"; sed 's/^/      | /' "$TMP/fc.out" | head -20; }
+grep -q "^missed=0$" "$TMP/fc.out" || fail "verify should find every write: $(grep missed "$TMP/fc.out")"
+ovf=$(sed -n 's/^overflows=//p' "$TMP/fc.out")
+uaf=$(sed -n 's/^after_free=//p' "$TMP/fc.out")
+n=$(grep -c "^==ebb== ERROR: heap-buffer-overflow of " "$TMP/fc.err")
+[ "$n" -eq $((2 * ${ovf:-0})) ] && [ "${ovf:-0}" -gt 0 ] ||
+    fail "$ovf writes past the size, each reported by verify and at free: $((2 * ${ovf:-0})) reports expected, got $n"
+n=$(grep -c "^==ebb== ERROR: heap-use-after-free of " "$TMP/fc.err")
+[ "$n" -eq $((2 * ${uaf:-0})) ] && [ "${uaf:-0}" -gt 0 ] ||
+    fail "$uaf writes after free, each reported by verify and at quarantine exit: $((2 * ${uaf:-0})) reports expected, got $n"
+end_case
+
 # The same on a coroutine's stack, which the program unmaps once the handler
 # has jumped back (review finding: the aborted call's stack mark stayed set,
 # and the next malloc crashed reading the dead frame it named). After that,
