@@ -396,7 +396,8 @@ static const uint8_t *first_other(const uint8_t *p, size_t n, uint8_t byte)
  * pattern block cost more than the compare. Eight bytes a step up to 256
  * did not pay (docs/debug-mode.md, "Cost"); sixteen, two vectors a step, up
  * to 128 did: callgrind, a debug-mode python run 2,594 M -> 2,584 M. GCC's
- * vector types compile to SSE2 on x86-64 and to scalar code elsewhere. */
+ * vector types compile to SSE2 on x86-64 (to the target's vectors, or to
+ * scalar code, elsewhere). */
 #define SHORT_CHECK_MAX 128
 
 typedef uint8_t bytes16_t __attribute__((vector_size(16)));
