@@ -27,7 +27,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -613,7 +612,7 @@ static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *w
 void debug_claim_backoff(unsigned spins)
 {
     if (spins > 64)
-        sched_yield();
+        os_yield();
     else
         cpu_relax();
 }

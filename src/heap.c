@@ -16,7 +16,6 @@
  * full-page protocol), and writing a flag there must stay harmless.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
 
@@ -65,7 +64,7 @@ static void process_init(void)
     if (atomic_load(&init_thread) == thread_id_self())
         return; /* a recursive call from inside the initialization above */
     while (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
-        sched_yield();
+        os_yield();
 }
 
 void heap_process_init(void)
@@ -383,7 +382,7 @@ static void heap_thread_done(void *arg)
     tls_debug_heap = NULL;
     int sig = atomic_load_explicit(&exit_signal, memory_order_relaxed);
     if (ebb_unlikely(sig != 0))
-        raise(sig);
+        os_raise(sig);
     lock_acquire(&heap_pool_lock);
     heap_pool_put_locked(heap);
     lock_release(&heap_pool_lock);
@@ -688,7 +687,7 @@ void heap_for_each(void (*fn)(heap_t *h, bool paused, void *arg), void *arg, boo
             paused = heap_quiesce(h);
             if (!paused && quiesce_ready) {
                 lock_release(&h->lock);
-                sched_yield();
+                os_yield();
                 lock_acquire(&h->lock);
             } else if (!paused) {
                 break; /* no membarrier: cannot pause at all */

@@ -820,6 +820,9 @@ typedef struct os_info_s {
 extern os_info_t os_info;
 
 void os_init(void);
+/* The program's ELF program headers as the kernel passed them (AT_PHDR; 0
+ * if it did not), their count in *count (AT_PHNUM). */
+uintptr_t os_exe_phdr(size_t *count);
 /* errno: no primitive below changes it, whether it succeeds or fails. A
  * refused request is often retried another way (a smaller region, no room,
  * after the caches are given back), and a malloc that then succeeds must not
@@ -884,9 +887,21 @@ static inline uint64_t ms_since(uint64_t now, uint64_t then)
     return now > then ? now - then : 0;
 }
 uint64_t os_now_us(void);
+/* Into *ts: the CLOCK_REALTIME time `ms` from now, a deadline for
+ * pthread_cond_timedwait (whose default clock that is). */
+struct timespec;
+void os_realtime_after_ms(struct timespec *ts, uint64_t ms);
 void os_sleep_ms(long ms);
 void os_futex_wait(atomic_int *word, int expected);
 void os_futex_wake_one(atomic_int *word);
+/* Give the CPU to another thread (sched_yield): the back-off of a wait for
+ * another thread's short step. */
+void os_yield(void);
+/* Send signal `sig` to the calling thread (raise). Tests' fault injection. */
+void os_raise(int sig);
+/* End the process at once with exit status `code`: no atexit handler, no
+ * destructor and no stdio flush runs (_exit). */
+_Noreturn void os_exit_now(int code);
 void os_write_stderr(const char *s, size_t len);
 /* Open `path` for reading; -1 on failure. errno is kept. */
 int os_open_read(const char *path);
@@ -976,6 +991,50 @@ typedef struct os_maps_line_s {
     size_t path_len;
 } os_maps_line_t;
 bool os_maps_line_parse(const char *line, size_t len, os_maps_line_t *out);
+/* Debug mode's leak report: which pages are used (os.c, "Which pages are
+ * used"). `fd` is /proc/self/pagemap open for reading (os_open_read).
+ * PAGEMAP_SCAN (Linux 6.7): the ranges of the page-aligned [start, end)
+ * whose pages are present or swapped out, not the shared zero page, into
+ * regions (cap of them, ascending); *walk_end is where the kernel's walk
+ * stopped (end when it went through; earlier when regions filled up).
+ * Returns how many ranges, or -errno: -ENOTTY or -EINVAL where the kernel
+ * has no such call. */
+typedef struct os_page_region_s {
+    uint64_t start, end, categories; /* the kernel's struct page_region */
+} os_page_region_t;
+long os_pagemap_scan(int fd, uintptr_t start, uintptr_t end, os_page_region_t *regions, size_t cap,
+                     uintptr_t *walk_end);
+/* Read up to n bytes of fd at `offset` (pread): the count read, which may
+ * be short (pagemap's entries: whole ones only, as far as the kernel got);
+ * -1 if the read failed. A cancellation point: callers have cancellation
+ * disabled (debug_report_lock). */
+ssize_t os_pread(int fd, void *buf, size_t n, off_t offset);
+/* mincore: bit 0 of vec[i] says whether page i of the page-aligned [p, p +
+ * size) is in memory (a shared mapping's: in the page cache, mapped here or
+ * not). False if refused (a sandbox) or part of the range is not mapped:
+ * vec is then undefined. */
+bool os_mincore(const void *p, size_t size, unsigned char *vec);
+/* Debug mode's symbolizer (os.c, "Files and programs the symbolizer
+ * reads"); the callers hold the report lock (cancellation disabled).
+ * os_exe_path: this process's executable's path (/proc/self/exe) into buf,
+ * NUL-terminated (cap >= 1): its length, 0 (buf empty) if unreadable. */
+size_t os_exe_path(char *buf, size_t cap);
+/* The identity of the file at `path` as it is now: out[0..3] its device,
+ * inode, and modification time's seconds and nanoseconds. False if it
+ * cannot be found (out untouched). */
+bool os_file_version(const char *path, uint64_t out[4]);
+/* The file at `path` mapped whole, read-only and private; its size in
+ * *size. NULL if it cannot be opened or mapped, or is empty. Not one of
+ * ebb's mappings (not counted): give it back with os_unmap_file. */
+const void *os_map_file(const char *path, size_t *size);
+void os_unmap_file(const void *p, size_t size);
+/* Run the program at `path` (absolute) with argv (NULL-terminated) and an
+ * empty environment, its standard error sent to /dev/null, and wait for it
+ * to end: what it wrote to its standard output, the first cap - 1 bytes
+ * (cap >= 1), in buf, NUL-terminated; returns the count. 0 (buf empty) if
+ * the program is not executable or could not be started. No allocation:
+ * vfork, execve and a pipe. */
+size_t os_run_output(const char *path, char *const argv[], char *buf, size_t cap);
 unsigned long os_purge_calls(void);
 /* Whether `more` threads could still be created under RLIMIT_NPROC (for a
  * user it applies to: all the system's threads count, an upper bound on the

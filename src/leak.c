@@ -66,11 +66,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
-#include <sys/auxv.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "debug.h"
 
@@ -162,12 +158,9 @@ static uintptr_t span_header(const span_t *s)
  * lk is: they hold copies of scanned words and addresses inside blocks. */
 #define WINDOW_BYTES ((uintptr_t)16 << 10)
 #define WINDOWS 16
-struct pm_region { /* PAGEMAP_SCAN's output (see scan_used_pages_by_ioctl) */
-    uint64_t start, end, categories;
-};
 static struct {
     uintptr_t words[8192];         /* scan_range */
-    struct pm_region regions[256]; /* scan_used_pages_by_ioctl */
+    os_page_region_t regions[256]; /* scan_used_pages_by_ioctl */
     uint64_t entries[4096];        /* scan_used_pages: pagemap */
     unsigned char resident[65536]; /* scan_resident_pages: mincore */
     char maps[64 << 10];           /* scan_roots: /proc/self/maps, a piece at a time */
@@ -610,41 +603,22 @@ static void scan_range(uintptr_t start, uintptr_t end)
 /* Above this, a block is scanned only where its pages are used. */
 #define HUGE_SCAN_DIRECT ((uintptr_t)64 << 20)
 
-/* Linux 6.7's PAGEMAP_SCAN ioctl on /proc/self/pagemap (linux/fs.h, declared
- * here for older headers): the ranges of [start, end) whose pages match, found
- * by walking the page tables, so a range with no page tables costs nothing.
- * Asked for: present or swapped out, and not the shared zero page. */
-struct pm_scan {
-    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
-    uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
-};
-#define PM_PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan)
-#define PM_IS_PRESENT   ((uint64_t)1 << 3)
-#define PM_IS_SWAPPED   ((uint64_t)1 << 4)
-#define PM_IS_PFNZERO   ((uint64_t)1 << 5)
-
-/* Scan the used pages of the page-aligned [page, end) by PAGEMAP_SCAN; the
- * address it got to (end when done; page when the kernel has no such ioctl). */
+/* Scan the used pages of the page-aligned [page, end) by Linux 6.7's
+ * PAGEMAP_SCAN (os_pagemap_scan: the ranges whose pages are present or
+ * swapped out, found by walking the page tables, so a range with no page
+ * tables costs nothing); the address it got to (end when done; page when the
+ * kernel has no such ioctl). */
 static uintptr_t scan_used_pages_by_ioctl(int fd, uintptr_t page, uintptr_t start, uintptr_t end)
 {
-    struct pm_region *regions = scratch.regions;
+    os_page_region_t *regions = scratch.regions;
     static bool unsupported;
     uintptr_t stop = (end + os_info.page_size - 1) & ~(uintptr_t)(os_info.page_size - 1);
     while (!unsupported && page < stop) {
-        struct pm_scan arg = {
-            .size = sizeof arg,
-            .start = page,
-            .end = stop,
-            .vec = (uint64_t)(uintptr_t)regions,
-            .vec_len = sizeof scratch.regions / sizeof scratch.regions[0],
-            .category_inverted = PM_IS_PFNZERO,
-            .category_mask = PM_IS_PFNZERO,
-            .category_anyof_mask = PM_IS_PRESENT | PM_IS_SWAPPED,
-            .return_mask = PM_IS_PRESENT | PM_IS_SWAPPED,
-        };
-        long n = ioctl(fd, PM_PAGEMAP_SCAN, &arg);
+        uintptr_t walk_end;
+        long n = os_pagemap_scan(fd, page, stop, regions,
+                                 sizeof scratch.regions / sizeof scratch.regions[0], &walk_end);
         if (n < 0) {
-            unsupported = errno == ENOTTY || errno == EINVAL;
+            unsupported = n == -ENOTTY || n == -EINVAL;
             return page;
         }
         for (long k = 0; k < n; k++) {
@@ -653,9 +627,9 @@ static uintptr_t scan_used_pages_by_ioctl(int fd, uintptr_t page, uintptr_t star
             if (a < b)
                 scan_range(a, b);
         }
-        if (arg.walk_end <= page)
+        if (walk_end <= page)
             return page;
-        page = arg.walk_end;
+        page = walk_end;
     }
     return page < stop ? page : end;
 }
@@ -738,7 +712,7 @@ static void scan_used_pages(uintptr_t start, uintptr_t end, bool shared)
         size_t n = (size_t)((end - page + ps - 1) / ps);
         if (n > sizeof scratch.entries / sizeof scratch.entries[0])
             n = sizeof scratch.entries / sizeof scratch.entries[0];
-        ssize_t got = pread(fd, entries, n * sizeof entries[0], (off_t)(page / ps * sizeof entries[0]));
+        ssize_t got = os_pread(fd, entries, n * sizeof entries[0], (off_t)(page / ps * sizeof entries[0]));
         if (got < (ssize_t)sizeof entries[0]) {
             page_runs_add(&r, page, false); /* the run so far */
             scan_unfound(page > start ? page : start, end, shared);
@@ -770,7 +744,7 @@ static void scan_resident_pages(uintptr_t start, uintptr_t end)
         size_t n = (size_t)((end - page + ps - 1) / ps);
         if (n > sizeof scratch.resident)
             n = sizeof scratch.resident;
-        if (mincore((void *)page, n * ps, scratch.resident) != 0) {
+        if (!os_mincore((const void *)page, n * ps, scratch.resident)) {
             page_runs_add(&r, page, false); /* the run so far */
             uintptr_t from = page > start ? page : start;
             if (end - from <= lk.whole_shared_left) {
@@ -920,8 +894,9 @@ static bool scan_relro_of(uintptr_t bias, uintptr_t phdr, size_t phnum)
  * loader's list. False if a module's headers could not be read. */
 static bool scan_relro_in_child(void)
 {
-    uintptr_t phdr = (uintptr_t)getauxval(AT_PHDR);
-    bool whole = phdr != 0 && scan_relro_of((uintptr_t)-1, phdr, (size_t)getauxval(AT_PHNUM));
+    size_t phnum;
+    uintptr_t phdr = os_exe_phdr(&phnum);
+    bool whole = phdr != 0 && scan_relro_of((uintptr_t)-1, phdr, phnum);
     uintptr_t at = (uintptr_t)_r_debug.r_map;
     for (int n = 0; at != 0; n++) {
         struct link_map m;
@@ -1270,7 +1245,7 @@ static void leak_exit_code_apply(void)
      * a thread that holds a stream's lock, but for a write of its buffer to
      * a full pipe. */
     fcloseall();
-    _exit((int)code);
+    os_exit_now((int)code);
 }
 
 /* A report's first words, "==ebb== LEAK REPORT (pid N): ", into out->t, with

@@ -1,9 +1,12 @@
 /*
- * os.c — the only code in ebb that talks to the operating system about memory.
+ * os.c — the only code in ebb that talks to the operating system.
  *
  * A handful of primitives over mmap/munmap/mremap/madvise, each with its
  * precondition stated once, plus the counters every other module reports from
- * and a failure injector for the out-of-memory tests. Nothing here allocates.
+ * and a failure injector for the out-of-memory tests; then the calls the
+ * rest of ebb needs from the system (files, /proc, time, threads, signals;
+ * debug mode's page queries and symbolizer), each stated once in internal.h.
+ * Nothing here allocates.
  */
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
@@ -27,6 +31,7 @@
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -171,6 +176,12 @@ void os_init(void)
         top = (uintptr_t)__builtin_frame_address(0);
     unsigned bits = 64 - (unsigned)__builtin_clzl(top | 1);
     os_info.map_max = bits >= 8 * sizeof(size_t) ? SIZE_MAX : (size_t)1 << bits;
+}
+
+uintptr_t os_exe_phdr(size_t *count)
+{
+    *count = (size_t)getauxval(AT_PHNUM);
+    return (uintptr_t)getauxval(AT_PHDR);
 }
 
 /* ---------------------------------------------------------------------------
@@ -624,6 +635,169 @@ bool os_thread_alive(int tid)
 }
 
 /* ---------------------------------------------------------------------------
+ * Which pages are used (debug mode's leak report, leak.c)
+ *
+ * A big root or block is scanned only where its pages are used: reading an
+ * untouched page makes the kernel map one. The page tables say which pages
+ * this process has (PAGEMAP_SCAN, else /proc/self/pagemap read with
+ * os_pread), the page cache which pages of a shared mapping are in memory
+ * (mincore). The caller opens /proc/self/pagemap (os_open_read) and keeps
+ * it; these calls only read through it.
+ * ------------------------------------------------------------------------- */
+/* Linux 6.7's PAGEMAP_SCAN ioctl on /proc/self/pagemap (linux/fs.h, declared
+ * here for older headers). Its output is os_page_region_t's layout. */
+struct pm_scan {
+    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+    uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+#define PM_PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan)
+#define PM_IS_PRESENT   ((uint64_t)1 << 3)
+#define PM_IS_SWAPPED   ((uint64_t)1 << 4)
+#define PM_IS_PFNZERO   ((uint64_t)1 << 5)
+_Static_assert(sizeof(os_page_region_t) == 3 * sizeof(uint64_t), "the kernel's struct page_region");
+
+long os_pagemap_scan(int fd, uintptr_t start, uintptr_t end, os_page_region_t *regions, size_t cap,
+                     uintptr_t *walk_end)
+{
+    int saved = errno;
+    struct pm_scan arg = {
+        .size = sizeof arg,
+        .start = start,
+        .end = end,
+        .vec = (uint64_t)(uintptr_t)regions,
+        .vec_len = cap,
+        .category_inverted = PM_IS_PFNZERO,
+        .category_mask = PM_IS_PFNZERO,
+        .category_anyof_mask = PM_IS_PRESENT | PM_IS_SWAPPED,
+        .return_mask = PM_IS_PRESENT | PM_IS_SWAPPED,
+    };
+    long n = ioctl(fd, PM_PAGEMAP_SCAN, &arg);
+    if (n < 0)
+        n = -errno;
+    *walk_end = (uintptr_t)arg.walk_end;
+    errno = saved;
+    return n;
+}
+
+/* pread, not syscall(SYS_pread64): tests/os_shim.c answers it (pagemap_short,
+ * pagemap_fail). A cancellation point, unlike the calls above: its one
+ * caller, the leak report, runs with cancellation disabled (debug.c,
+ * debug_report_lock). */
+ssize_t os_pread(int fd, void *buf, size_t n, off_t offset)
+{
+    int saved = errno;
+    ssize_t got = pread(fd, buf, n, offset);
+    errno = saved;
+    return got < 0 ? -1 : got;
+}
+
+bool os_mincore(const void *p, size_t size, unsigned char *vec)
+{
+    int saved = errno;
+    bool ok = mincore((void *)p, size, vec) == 0;
+    errno = saved;
+    return ok;
+}
+
+/* ---------------------------------------------------------------------------
+ * Files and programs the symbolizer reads (debug mode's reports, trace.c)
+ *
+ * The callers hold the report lock, with cancellation disabled (debug.c,
+ * debug_report_lock): the C library's calls here are cancellation points,
+ * and they stay as trace.c made them before they moved here.
+ * ------------------------------------------------------------------------- */
+size_t os_exe_path(char *buf, size_t cap)
+{
+    int saved = errno;
+    ssize_t len = readlink("/proc/self/exe", buf, cap - 1);
+    size_t n = len > 0 ? (size_t)len : 0;
+    buf[n] = '\0';
+    errno = saved;
+    return n;
+}
+
+bool os_file_version(const char *path, uint64_t out[4])
+{
+    int saved = errno;
+    struct stat st;
+    bool ok = stat(path, &st) == 0;
+    if (ok) {
+        out[0] = (uint64_t)st.st_dev;
+        out[1] = (uint64_t)st.st_ino;
+        out[2] = (uint64_t)st.st_mtim.tv_sec;
+        out[3] = (uint64_t)st.st_mtim.tv_nsec;
+    }
+    errno = saved;
+    return ok;
+}
+
+const void *os_map_file(const char *path, size_t *size)
+{
+    int saved = errno;
+    const void *p = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && st.st_size > 0) {
+            void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+            if (m != MAP_FAILED) {
+                p = m;
+                *size = (size_t)st.st_size;
+            }
+        }
+        close(fd); /* the mapping keeps the file */
+    }
+    errno = saved;
+    return p;
+}
+
+void os_unmap_file(const void *p, size_t size)
+{
+    int saved = errno;
+    munmap((void *)p, size);
+    errno = saved;
+}
+
+size_t os_run_output(const char *path, char *const argv[], char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    int saved = errno;
+    int fds[2];
+    if (access(path, X_OK) != 0 || pipe2(fds, O_CLOEXEC) != 0) {
+        errno = saved;
+        return 0;
+    }
+    static char *const no_env[] = {NULL};
+    pid_t pid = vfork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        execve(path, argv, no_env);
+        _exit(127);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+        close(fds[0]);
+        errno = saved;
+        return 0;
+    }
+    size_t got = 0;
+    while (got < cap - 1) {
+        ssize_t r = read(fds[0], buf + got, cap - 1 - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    buf[got] = '\0';
+    errno = saved;
+    return got;
+}
+
+/* ---------------------------------------------------------------------------
  * Other threads' registers (debug mode's leak report)
  *
  * A pointer another running thread holds only in a register is a root the
@@ -1072,6 +1246,17 @@ uint64_t os_now_ms(void)
     return os_now_us() / 1000u;
 }
 
+void os_realtime_after_ms(struct timespec *ts, uint64_t ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += (time_t)(ms / 1000);
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
 void os_sleep_ms(long ms)
 {
     int saved = errno;
@@ -1096,6 +1281,23 @@ void os_futex_wake_one(atomic_int *word)
     int saved = errno;
     syscall(SYS_futex, (int *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     errno = saved;
+}
+
+void os_yield(void)
+{
+    sched_yield();
+}
+
+void os_raise(int sig)
+{
+    int saved = errno;
+    raise(sig);
+    errno = saved;
+}
+
+void os_exit_now(int code)
+{
+    _exit(code);
 }
 
 bool os_membarrier_register(void)

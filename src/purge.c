@@ -483,14 +483,7 @@ static void scavenger_wait(uint64_t deadline_ms)
         if (now >= deadline_ms)
             return;
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
-        uint64_t wait_ms = deadline_ms - now;
-        ts.tv_sec += (time_t)(wait_ms / 1000);
-        ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        os_realtime_after_ms(&ts, deadline_ms - now); /* the condition variable's clock */
         pthread_cond_timedwait(&wake_cond, &wake_mutex, &ts);
     }
 }

@@ -21,7 +21,6 @@
  *   - for an abandoned segment, the thread holding abandoned_lock that sees
  *     it still on the abandoned list (segment_try_release_abandoned).
  */
-#include <sched.h>
 #include <string.h>
 
 #include "internal.h"
@@ -1183,7 +1182,7 @@ static page_t *segment_adopt_run(heap_t *heap, segment_t *seg, size_t count, siz
     heap_segment_push(heap, seg);
     int idx = segment_claim_slices(seg, count, align_slices, true);
     while (idx <= 0 && (idx = segment_claim_slices(seg, count, align_slices, false)) <= 0)
-        sched_yield();
+        os_yield();
     return segment_run_init(seg, (size_t)idx, count);
 }
 

@@ -51,15 +51,9 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <link.h>
-#include <sched.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <unwind.h>
 
 #include "internal.h"
@@ -1100,7 +1094,7 @@ void trace_fork_prepare(void)
 {
     atomic_store(&fork_waiting, true);
     while (atomic_load(&unload_checks) != 0)
-        sched_yield();
+        os_yield();
     /* Step 4: only debug mode keeps anything by address, and only it pays
      * for reading the count (a file read a fork). */
     fork_alone = false;
@@ -1509,10 +1503,8 @@ static void module_set(module_t *m, uintptr_t bias, const char *name)
               * read once (callers hold the report lock; a process keeps its
               * executable until exec) */
         static char exe[sizeof m->path] ebb_cold_bss;
-        if (exe[0] == '\0') {
-            ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-            exe[len > 0 ? len : 0] = '\0';
-        }
+        if (exe[0] == '\0')
+            os_exe_path(exe, sizeof exe);
         memcpy(m->path, exe, sizeof exe);
     }
     m->found = true;
@@ -1555,52 +1547,45 @@ static void module_find(module_t *m)
 /* The function containing file address `vaddr` in the ELF file `path`. */
 static bool elf_function(const char *path, uintptr_t vaddr, char *name, size_t cap, uintptr_t *offset)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    size_t size;
+    const uint8_t *f = os_map_file(path, &size);
+    if (f == NULL)
         return false;
-    struct stat st;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
+    bool ok = size >= sizeof(ElfW(Ehdr)) && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
+              eh->e_shoff != 0 && eh->e_shoff + (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) <= size;
+    const ElfW(Shdr) *sh = ok ? (const ElfW(Shdr) *)(f + eh->e_shoff) : NULL;
     bool found = false;
-    if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(ElfW(Ehdr))) {
-        size_t size = (size_t)st.st_size;
-        const uint8_t *f = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (f != MAP_FAILED) {
-            const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)f;
-            bool ok = memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_shoff != 0 &&
-                      eh->e_shoff + (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) <= size;
-            const ElfW(Shdr) *sh = ok ? (const ElfW(Shdr) *)(f + eh->e_shoff) : NULL;
-            /* .symtab first (static functions too), then .dynsym. */
-            for (int pass = 0; ok && pass < 2 && !found; pass++) {
-                uint32_t want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
-                for (int i = 0; i < eh->e_shnum && !found; i++) {
-                    if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum)
-                        continue;
-                    const ElfW(Shdr) *strs = &sh[sh[i].sh_link];
-                    if (sh[i].sh_offset + sh[i].sh_size > size || strs->sh_offset + strs->sh_size > size)
-                        continue;
-                    const ElfW(Sym) *syms = (const ElfW(Sym) *)(f + sh[i].sh_offset);
-                    size_t count = sh[i].sh_size / sizeof(ElfW(Sym));
-                    for (size_t k = 0; k < count; k++) {
-                        const ElfW(Sym) *s = &syms[k];
-                        if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_value == 0 ||
-                            vaddr < s->st_value || vaddr >= s->st_value + (s->st_size ? s->st_size : 1) ||
-                            s->st_name >= strs->sh_size)
-                            continue;
-                        const char *n = (const char *)(f + strs->sh_offset + s->st_name);
-                        size_t len = strnlen(n, strs->sh_size - s->st_name);
-                        if (len >= cap)
-                            len = cap - 1;
-                        memcpy(name, n, len);
-                        name[len] = '\0';
-                        *offset = vaddr - s->st_value;
-                        found = true;
-                        break;
-                    }
-                }
+    /* .symtab first (static functions too), then .dynsym. */
+    for (int pass = 0; ok && pass < 2 && !found; pass++) {
+        uint32_t want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
+        for (int i = 0; i < eh->e_shnum && !found; i++) {
+            if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum)
+                continue;
+            const ElfW(Shdr) *strs = &sh[sh[i].sh_link];
+            if (sh[i].sh_offset + sh[i].sh_size > size || strs->sh_offset + strs->sh_size > size)
+                continue;
+            const ElfW(Sym) *syms = (const ElfW(Sym) *)(f + sh[i].sh_offset);
+            size_t count = sh[i].sh_size / sizeof(ElfW(Sym));
+            for (size_t k = 0; k < count; k++) {
+                const ElfW(Sym) *s = &syms[k];
+                if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_value == 0 ||
+                    vaddr < s->st_value || vaddr >= s->st_value + (s->st_size ? s->st_size : 1) ||
+                    s->st_name >= strs->sh_size)
+                    continue;
+                const char *n = (const char *)(f + strs->sh_offset + s->st_name);
+                size_t len = strnlen(n, strs->sh_size - s->st_name);
+                if (len >= cap)
+                    len = cap - 1;
+                memcpy(name, n, len);
+                name[len] = '\0';
+                *offset = vaddr - s->st_value;
+                found = true;
+                break;
             }
-            munmap((void *)f, size);
         }
     }
-    close(fd);
+    os_unmap_file(f, size);
     return found;
 }
 
@@ -1608,8 +1593,8 @@ static bool elf_function(const char *path, uintptr_t vaddr, char *name, size_t c
  * address into lines[i], and the function's name from the debug info into
  * funcs[i] (which names what no symbol table does: a library's internal
  * functions, whose names only its separate debug info keeps); each empty when
- * unknown. No allocation: vfork + execve and a pipe; nothing at all if
- * /usr/bin/addr2line is missing. */
+ * unknown. No allocation (os_run_output: vfork + execve and a pipe); nothing
+ * at all if /usr/bin/addr2line is missing. */
 #define ADDR2LINE "/usr/bin/addr2line"
 
 /* Copy addr2line's answer s into out (cap bytes), or leave out empty when
@@ -1632,7 +1617,7 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
 {
     for (int i = 0; i < n; i++)
         lines[i][0] = funcs[i][0] = '\0';
-    if (n == 0 || access(ADDR2LINE, X_OK) != 0)
+    if (n == 0)
         return;
     char args[64][24];
     char *argv[64 + 6];
@@ -1646,37 +1631,8 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
         argv[a++] = args[i];
     }
     argv[a] = NULL;
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return;
-    static char *const no_env[] = {NULL};
-    pid_t pid = vfork();
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0)
-            dup2(devnull, 2);
-        execve(ADDR2LINE, argv, no_env);
-        _exit(127);
-    }
-    close(fds[1]);
-    if (pid < 0) {
-        close(fds[0]);
-        return;
-    }
     static char buf[64 * 512] ebb_cold_bss; /* reports are serialized (trace_print) */
-    size_t got = 0;
-    for (;;) {
-        ssize_t r = read(fds[0], buf + got, sizeof buf - 1 - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-        if (got == sizeof buf - 1)
-            break;
-    }
-    close(fds[0]);
-    waitpid(pid, NULL, 0);
-    buf[got] = '\0';
+    os_run_output(ADDR2LINE, argv, buf, sizeof buf);
     /* Two lines an address: the function, then "file:line". */
     int line = 0;
     char *s = buf;
@@ -1733,10 +1689,8 @@ static uint64_t module_hash(const module_t *m)
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
     for (const char *c = m->found ? m->path : ""; *c; c++)
         h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-    struct stat st;
-    if (m->found && stat(m->path, &st) == 0) {
-        uint64_t id[4] = {(uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_mtim.tv_sec,
-                          (uint64_t)st.st_mtim.tv_nsec};
+    uint64_t id[4]; /* device, inode, modification time */
+    if (m->found && os_file_version(m->path, id)) {
         for (int i = 0; i < 4; i++)
             h = (h ^ id[i]) * 0x100000001b3ull;
     }
