@@ -938,9 +938,11 @@ bool os_thread_alive(int tid);
 /* The threads of this process now (/proc/self/stat), -1 if unreadable. */
 int os_thread_count(void);
 /* Debug mode's leak report: the registers of every other thread of the
- * process but those named `skip_name`, as a signal found them (os.c, "Other
- * threads' registers", says how, which registers, and what it costs the
- * program). fn is called
+ * process but thread `skip_tid` (0: none) and those named `skip_name`, as a
+ * signal found them (os.c, "Other threads' registers", says how, which
+ * registers, and what it costs the program). The id is checked before
+ * anything is read from /proc, so a thread skipped by id is skipped even
+ * when its status cannot be read (no descriptor left). fn is called
  * once per thread that answered, from the calling thread; `slots` is the
  * caller's scratch for OS_REGISTERS_BATCH threads (it holds copies of
  * pointers: not a root). Returns how many threads could not be asked or did
@@ -957,7 +959,7 @@ typedef struct os_registers_s {
     uintptr_t words[OS_REGISTER_WORDS]; /* the thread's registers (os.c, registers_copy) */
     size_t count;                       /* words used */
 } os_registers_t;
-unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name,
+unsigned os_other_threads_registers(os_registers_t *slots, int skip_tid, const char *skip_name,
                                     void (*fn)(const os_registers_t *regs, void *arg), void *arg,
                                     bool *listed_whole);
 /* Copy up to n bytes of this process's memory at `from` into `to` without
@@ -1156,13 +1158,19 @@ void purge_fork_child_restart(void);
 /* The scavenger's thread name, set by its creator before the creator's call
  * returns (it shows in top -H). It blocks every signal; the leak report
  * leaves it out of the threads it asks for their registers (it holds none of
- * the program's pointers). */
+ * the program's pointers): by its id (purge_thread_tid), which needs no read
+ * of /proc, and by this name, which covers a scavenger that did not run
+ * within purge_thread_tid's wait and that of another copy of ebb in the
+ * process (each needs its status readable). */
 #define PURGE_THREAD_NAME "ebb-purge"
 /* Tests and telemetry. */
 unsigned long purge_pass_count(void);
 unsigned long purge_wakeup_count(void);
 int purge_thread_state(void);
 bool purge_thread_running(void);
+/* The scavenger's thread id, 0 if this process has none. One just created
+ * is waited for until it has run (500 ms at most; then 0). */
+int purge_thread_tid(void);
 /* Tests: the creator of the scavenger sleeps `ms` between pthread_create and
  * marking it running (the window of the STARTING state). */
 void purge_inject_start_delay(long ms);

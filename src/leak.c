@@ -1013,8 +1013,8 @@ static unsigned scan_registers(bool *listed_whole)
     *listed_whole = true;
     if (os_single_threaded() || option_get(OPT_DEBUG_LEAK_REGISTERS) == 0)
         return 0;
-    return os_other_threads_registers(scratch.regs, PURGE_THREAD_NAME, mark_registers, NULL,
-                                      listed_whole);
+    return os_other_threads_registers(scratch.regs, purge_thread_tid(), PURGE_THREAD_NAME,
+                                      mark_registers, NULL, listed_whole);
 }
 
 /* Small blocks are read a window at a time: one os_read_own a block

@@ -807,8 +807,11 @@ size_t os_run_output(const char *path, char *const argv[], char *buf, size_t cap
  * time (the caller's buffer holds that many):
  *   1. Pick a real-time signal the program leaves at its default action
  *      and install our handler (every signal blocked while it runs).
- *   2. List /proc/self/task; for each other thread, skip it if it bears the
- *      name to skip, if it is gone, or if it would not answer (counted):
+ *   2. List /proc/self/task; for each other thread, skip it if it has the
+ *      id to skip (known without reading /proc: ebb's scavenger, which
+ *      blocks every signal, is not taken for a thread that would not
+ *      answer when its status cannot be read), if it bears the name to
+ *      skip, if it is gone, or if it would not answer (counted):
  *      its status's SigBlk has the signal, its status cannot be read (no
  *      descriptor left), or it sleeps in sigwait (whose
  *      set the kernel takes out of SigBlk meanwhile: the program would get
@@ -1080,7 +1083,7 @@ typedef struct registers_pass_s {
     void (*fn)(const os_registers_t *regs, void *arg);
     void *arg;
     const char *skip_name;
-    int sig, self;
+    int sig, self, skip_tid;
     unsigned filled, missed;
     unsigned unanswered; /* signalled, no answer: step 5 keeps our handler */
     uint64_t abandoned;  /* slots a thread claimed and never finished */
@@ -1134,7 +1137,7 @@ static void registers_batch_finish(registers_pass_t *p)
 /* Step 2 for one thread. */
 static void registers_ask(registers_pass_t *p, int tid)
 {
-    if (tid == p->self)
+    if (tid == p->self || tid == p->skip_tid)
         return;
     int judged = task_judge(tid, p->sig, p->skip_name);
     if (judged != TASK_ASK) {
@@ -1159,11 +1162,12 @@ static void registers_ask(registers_pass_t *p, int tid)
         registers_batch_finish(p);
 }
 
-unsigned os_other_threads_registers(os_registers_t *slots, const char *skip_name,
+unsigned os_other_threads_registers(os_registers_t *slots, int skip_tid, const char *skip_name,
                                     void (*fn)(const os_registers_t *regs, void *arg), void *arg,
                                     bool *listed_whole)
 {
-    registers_pass_t p = {.fn = fn, .arg = arg, .self = os_gettid(), .skip_name = skip_name};
+    registers_pass_t p = {.fn = fn, .arg = arg, .self = os_gettid(), .skip_tid = skip_tid,
+                          .skip_name = skip_name};
     int saved = errno;
 #if defined(__x86_64__) && !defined(__ILP32__)
     xsave_parts_find(); /* before any handler runs: they read what it finds */

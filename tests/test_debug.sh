@@ -1070,11 +1070,13 @@ ROOTS_CUT="==ebb== INCOMPLETE: not every root could be listed"
 # /proc/self/task nor /proc/self/maps can be opened: the roots are not
 # listed either); one left, which the listing of /proc/self/task takes
 # (review finding, 2026-12: each thread's status was then unreadable, the
-# thread taken for gone, and the report said nothing of its registers).
+# thread taken for gone, and the report said nothing of its registers): the
+# holder is counted, and ebb's scavenger, skipped by its id, is not (before
+# 2026-12-06 it was counted too: "registers of 2 running threads").
 begin_case leak_report_says_which_threads_it_could_not_ask
 degraded "$D/leak_pointer_in_register" no-free-signal -- "600 bytes lost in 3 blocks" "$NOT_ASKED"
 degraded "$D/leak_pointer_in_register" descriptors=1 -- "600 bytes lost in 3 blocks" \
-    "==ebb== INCOMPLETE: registers of " "running threads not read (signals blocked, no answer, or status unreadable)"
+    "==ebb== INCOMPLETE: registers of 1 running thread not read (signals blocked, no answer, or status unreadable)"
 degraded "$D/leak_pointer_in_register" descriptors=0 -- "[0-9]* bytes lost in [0-9]* blocks" \
     "$NOT_ASKED" "$ROOTS_CUT" "==ebb== 300 bytes in 1 block lost, allocated at:"
 end_case
@@ -1134,10 +1136,12 @@ degraded env EBB_DEBUG_LEAKS=all "$SB" pagemap_scan "$D/leak_huge_untouched" -- 
 reached_twice allocate_reached_via_huge
 degraded env EBB_DEBUG_LEAKS=all "$SB" mincore "$D/leak_big_roots" small -- "300 bytes lost in 1 block"
 reached_twice allocate_reached_via_mapping
-# (The descriptor is taken by the listing of /proc/self/task first: ebb's
-# scavenger, whose name the report then cannot read, is counted unread.)
+# (The descriptor is taken by the listing of /proc/self/task first, and
+# ebb's scavenger's status cannot be read: it is skipped by its id, not
+# counted as a thread whose registers went unread. Before 2026-12-06 it was
+# known only by the name in its status, and the report said INCOMPLETE.)
 degraded env EBB_DEBUG_LEAKS=all "$D/leak_big_roots" small descriptors=1 -- "300 bytes lost in 1 block"
-reached_twice allocate_reached_via_mapping "==ebb== INCOMPLETE: registers of 1 running thread not read"
+reached_twice allocate_reached_via_mapping
 end_case
 
 # Reads of /proc/self/pagemap that return fewer entries than asked for

@@ -5,7 +5,8 @@
  * files of any length through a small buffer, and os_maps_line_parse.
  *
  * And os_other_threads_registers, with which the leak report reads the
- * registers of threads still running: a value only a register holds arrives.
+ * registers of threads still running: a value only a register holds arrives,
+ * and the threads it cannot ask are counted, but for one it is told to skip.
  *
  * Linked with build/libebb.a (all are internal to the library).
  */
@@ -183,6 +184,7 @@ enum {
     HOLD_V20_HIGH,  /* aarch64: the upper 64 bits of v20 */
 };
 static atomic_int hold_where;
+static atomic_int holder_tid; /* the holder's thread id, once it runs */
 
 /* Hold REGISTER_MAGIC in a register (hold_where), and nowhere in memory,
  * until told to stop. Each asm loads the value, clears the register it came
@@ -195,6 +197,7 @@ static atomic_int hold_where;
     "je 1b\n\t"
 static void *hold_magic_in_a_register(void *arg)
 {
+    atomic_store(&holder_tid, gettid());
     int where = atomic_load(&hold_where);
 #if defined(__x86_64__)
     if (where == HOLD_XMM8) {
@@ -322,32 +325,35 @@ static bool listed_whole; /* the last pass's: /proc/self/task listed to its end 
 /* Start the holder (signals blocked or not), ask, stop it. Missed count.
  * A holder that takes signals and did not answer is asked again, 5 times at
  * most: on a loaded machine it may not run within the pass's wait. */
-static unsigned ask_a_holder_once(bool blocked);
+static unsigned ask_a_holder_once(bool blocked, bool skip_by_id);
 
 static unsigned ask_a_holder(bool blocked)
 {
-    unsigned missed = ask_a_holder_once(blocked);
+    unsigned missed = ask_a_holder_once(blocked, false);
     for (int k = 0; k < 4 && !blocked && missed == 1 && regs_seen.calls == 0; k++) {
         printf("    info: the holder did not answer in time; asking again\n");
-        missed = ask_a_holder_once(blocked);
+        missed = ask_a_holder_once(blocked, false);
     }
     return missed;
 }
 
-static unsigned ask_a_holder_once(bool blocked)
+/* skip_by_id: the pass is told to skip the holder's thread id. */
+static unsigned ask_a_holder_once(bool blocked, bool skip_by_id)
 {
     atomic_store(&spinning, 0);
     atomic_store(&stop_spinning, 0);
+    atomic_store(&holder_tid, 0);
     memset(&regs_seen, 0, sizeof regs_seen);
     pthread_t t;
     if (pthread_create(&t, NULL, hold_magic_in_a_register, blocked ? &t : NULL) != 0) {
         CHECK(false, "pthread_create failed");
         return UINT_MAX;
     }
-    while (!atomic_load(&spinning))
+    while (!atomic_load(&spinning) || atomic_load(&holder_tid) == 0)
         usleep(100);
-    unsigned missed =
-        os_other_threads_registers(slots, "no-such-name", note_registers, NULL, &listed_whole);
+    int skip = skip_by_id ? atomic_load(&holder_tid) : 0;
+    unsigned missed = os_other_threads_registers(slots, skip, "no-such-name", note_registers, NULL,
+                                                 &listed_whole);
     atomic_store(&stop_spinning, 1);
     pthread_join(t, NULL);
     return missed;
@@ -434,6 +440,19 @@ static void a_thread_with_signals_blocked_is_counted_not_waited_for(void)
           regs_seen.calls);
 }
 
+/* The leak report skips ebb's scavenger (which blocks every signal) by its
+ * thread id, read from nowhere in /proc: such a thread is neither asked nor
+ * counted (before 2026-12-06 it was known by the name in its status only,
+ * and counted where that could not be read; tests/test_debug.sh has that
+ * case, one file descriptor left). */
+static void a_thread_skipped_by_its_id_is_neither_asked_nor_counted(void)
+{
+    unsigned missed = ask_a_holder_once(true, true);
+    CHECK(missed == 0, "the thread skipped by its id should not be counted: %u missed", missed);
+    CHECK(regs_seen.calls == 0, "no registers from it (%d calls)", regs_seen.calls);
+    CHECK(listed_whole, "/proc/self/task should have been listed to its end");
+}
+
 /* Review finding: a thread asleep in sigwait has the signals it waits for
  * out of its blocked mask meanwhile, and was sent ours: the program's
  * sigwait returned SIGRTMAX. It is counted as not asked now. */
@@ -479,7 +498,7 @@ static void a_thread_in_sigwait_is_not_sent_the_signal(void)
     REQUIRE(asleep, "the waiting thread never showed in rt_sigtimedwait");
     memset(&regs_seen, 0, sizeof regs_seen);
     unsigned missed =
-        os_other_threads_registers(slots, "no-such-name", note_registers, NULL, &listed_whole);
+        os_other_threads_registers(slots, 0, "no-such-name", note_registers, NULL, &listed_whole);
     usleep(50000);
     int got = atomic_load(&waited_signal);
     CHECK(got == 0, "the waiting thread received signal %d (SIGRTMAX is %d)", got, SIGRTMAX);
@@ -507,6 +526,7 @@ int main(void)
     RUN_CASE(a_value_held_only_in_a_vector_register_arrives);
 #endif
     RUN_CASE(a_thread_with_signals_blocked_is_counted_not_waited_for);
+    RUN_CASE(a_thread_skipped_by_its_id_is_neither_asked_nor_counted);
     RUN_CASE(a_thread_in_sigwait_is_not_sent_the_signal);
     return check_finish();
 }
