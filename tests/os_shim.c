@@ -1,5 +1,6 @@
 /* libos_shim.so, preloaded (LD_PRELOAD) with OS_SHIM=WHAT[,WHAT...]: the
- * calls the leak report makes (src/os.c, src/leak.c) answered in ways no
+ * calls the leak report makes (through src/os.c: os_pread, the listing of
+ * /proc/self/task) answered in ways no
  * seccomp filter can give (tests/sandbox_refuse.c refuses a call; it cannot
  * make one return part of what it was asked for, nor fail its second call
  * and not its first):
