@@ -259,6 +259,9 @@ void *alloc_malloc_slow(size_t size)
         if (ebb_likely(!atomic_load_explicit(&heap->revoked, memory_order_acquire))) {
             page_t *page = heap->queues[cls].first;
             if (ebb_likely(page != NULL && page->free != NULL)) {
+                /* The slot may name another page of a hot class, the one a
+                 * free pointed it at (alloc.h), now dry: back to the first. */
+                atomic_store_explicit(&heap->direct_class[cls], page, memory_order_relaxed);
                 block_t *block = page->free;
                 page->free = block->next;
                 page->used++;

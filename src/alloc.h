@@ -6,6 +6,8 @@
  *         DIRECT_MAX, by size class above), pop its free list.
  * free:   mask to the segment; if this thread owns it, push on the page's free
  *         list; otherwise (another thread's, abandoned, huge) the generic path.
+ *         A page whose in_full is not 0 (full, trimmed, or of a hot class
+ *         above DIRECT_MAX: internal.h, PAGE_HOT) takes a call after the push.
  * Everything else — empty lists, new pages, big sizes, first call of a thread —
  * is in the out-of-line slow paths.
  */
@@ -43,9 +45,12 @@ static ebb_always_inline void *alloc_malloc_inline(size_t size)
 }
 
 /* Free p into its page if `owner` (a heap's thread id) owns its segment: push
- * it on the page's free list, then the slow path if the page emptied or was
- * full. False, with nothing done, if the segment is not the owner's. `heap`
- * is the owner's heap, read only on the slow path. */
+ * it on the page's free list, then the slow path if the page emptied, or
+ * page_free_local_flagged if its in_full is not 0. Two calls where one did:
+ * with `page` passed on both branches GCC computed it before them, two more
+ * instructions on every free; the second passes the block and its segment
+ * instead. False, with nothing done, if the segment is not the owner's.
+ * `heap` is the owner's heap, read only off the common branch. */
 static ebb_always_inline bool alloc_free_owned(heap_t *const *heap, uintptr_t owner, segment_t *seg,
                                                void *p)
 {
@@ -55,8 +60,12 @@ static ebb_always_inline bool alloc_free_owned(heap_t *const *heap, uintptr_t ow
         block_t *block = (block_t *)p;
         block->next = page->free;
         page->free = block;
-        if (ebb_unlikely(--page->used == 0 || page->in_full)) {
+        if (ebb_unlikely(--page->used == 0)) {
             page_free_local_slow(*heap, page); /* ends the busy window */
+            return true;
+        }
+        if (ebb_unlikely(page->in_full)) {
+            page_free_local_flagged(*heap, seg, block); /* ends the busy window */
             return true;
         }
         busy_leave();

@@ -429,7 +429,9 @@ void ebb_collect(bool force)
  *      that sets it after sees step 2's stores;
  *   4. read the owner's tls.busy: 1 means it is inside a lock-free path that
  *      began before step 2 — undo and retry at a later pass. 0 means no such
- *      path is running and none can start: the heap is ours;
+ *      path is running and none can start; and if every class slot still
+ *      names page_empty (heap_direct_cleared: a path that began before step
+ *      2 may have written one after it), the heap is ours;
  *   5. collect every page, free the empty ones (heap_collect_pages) and
  *      release the segments that became entirely free;
  *   6. restore the thread ids and the direct slots (release), clear
@@ -451,6 +453,24 @@ static void heap_quiesce_init(void)
         quiesce_tried = true;
         quiesce_ready = os_membarrier_register();
     }
+}
+
+/* Step 4, second half: whether every class slot still names page_empty. The
+ * owner's lock-free paths write them too: a free into a page of a hot class
+ * points its class's slot at that page (alloc.h), and the lock-free start of
+ * the malloc slow path points it back at the first page of the queue. One
+ * that saw the owner's thread id (or `revoked` clear) before step 2 may
+ * store after step 2's clear, and finish before step 4 reads tls.busy: the
+ * owner's next malloc would then pop from that page while the scavenger
+ * works on it. Its store is visible here (step 4's read of tls.busy is an
+ * acquire of the owner's release). Any path that starts later sees step 2
+ * and writes no slot. So a slot changed since step 2 means undo, as busy does. */
+static bool heap_direct_cleared(heap_t *h)
+{
+    for (unsigned cls = 0; cls < CLASS_COUNT; cls++)
+        if (atomic_load_explicit(&h->direct_class[cls], memory_order_relaxed) != &page_empty)
+            return false;
+    return true;
 }
 
 /* Step 6. The direct slots are restored last, after every page write of
@@ -502,7 +522,7 @@ static bool heap_quiesce(heap_t *h)
         atomic_thread_fence(memory_order_acquire);
         ebb_tsan_acquire(h->busy);
     }
-    if (busy) {
+    if (busy || !heap_direct_cleared(h)) {
         heap_unquiesce(h);
         return false;
     }

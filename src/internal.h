@@ -310,6 +310,10 @@ void __tsan_acquire(void *addr);
  *      (abandoned segments). Not in a solo process (8: one segment at most),
  *      nor without membarrier (heap.c, quiescing), nor for a class's pages
  *      that never filled up.
+ *  (Hot classes, PAGE_HOT, add no place: a block freed goes on its page's
+ *  list like any other, only the page malloc pops from changes. Every way
+ *  memory goes back finds their pages as any other: tests/test_purge.c,
+ *  fifo_rings_of_blocks_above_1_kib_give_back_rss.)
  * So an idle process holds, beyond its live blocks, at most: the free blocks
  * of 10 (in the cases above, none beyond the live blocks' OS pages), the
  * header pages of the segments heaps hold, and nothing else once
@@ -434,6 +438,28 @@ enum { PAGE_FREE = 0, PAGE_SMALL = 1, PAGE_LARGE = 2 };
 /* page_t.in_full values (0: in its class queue, nothing to signal). */
 #define PAGE_IN_FULL 1
 #define PAGE_FREE_SIGNAL 2
+/* In its class queue, and its class is hot (PAGE_HOT_MIN): the owner's free
+ * into it, which the fast path sends off its common branch for any nonzero
+ * value, points the class's direct slot at the page (page.c,
+ * page_free_local_flagged), so that the class's next malloc pops the block
+ * just freed. A page of a hot class holds this value wherever a page of
+ * another class holds 0 (page.c, page_queued_state). A bit apart from the
+ * other two values', so that "signals something" is one test. */
+#define PAGE_HOT 4
+
+/* The smallest block size whose class is hot (PAGE_HOT). Above DIRECT_MAX,
+ * so that the sizes the direct[] slots serve pay nothing: their pages keep
+ * in_full at 0 and their frees never leave the fast path's common branch
+ * (callgrind: 46.0 / 54.0 / 50.1 instructions a pair, as before). Above it a
+ * page holds few blocks (51 of 1,280 bytes in 64 KiB, 16 of 4 KiB), and
+ * with per-page free lists a FIFO of 64 live blocks (bench_core pair) made
+ * malloc pop a block freed 16-64 frees earlier into another page, its link
+ * a cache miss on every pair (docs/benchmarks.md, "Blocks above 1 KiB in a
+ * FIFO"). Following the free instead of a stash of freed blocks: no block
+ * leaves its page's list, so nothing is kept that the list of what ebb keeps
+ * (above) does not already bound, and no test of a stash's "empty" or
+ * "full" mispredicts when the classes change at random. */
+#define PAGE_HOT_MIN (DIRECT_MAX + 1)
 
 /* A page descriptor. One per slice, in the segment header; for a run of slices
  * the descriptor of the first slice is the page (segment_t.slice_offset leads
@@ -466,8 +492,9 @@ typedef struct page_s {
      * page is in its heap's `full` list. PAGE_FREE_SIGNAL: it is in its
      * class queue and a trim left it (page.c, page_trim): the owner's next
      * free into it takes the slow path, which marks it for the next trim
-     * (segment_t.sparse_watch). Any nonzero value sends the free fast path to
-     * page_free_local_slow. */
+     * (segment_t.sparse_watch). PAGE_HOT: in its class queue, of a hot class
+     * (above). Any nonzero value sends the free fast path off its common
+     * branch (page_free_local_flagged). */
     uint8_t in_full;
     /* Owner-only. A large page's block is known to be zero (fresh from the OS). */
     uint8_t is_zero;
@@ -642,7 +669,13 @@ typedef struct heap_s {
     _Atomic(page_t *) direct[DIRECT_SLOTS];
     /* The same per class, for the fast path of sizes above DIRECT_MAX up to
      * SMALL_MAX (indexed by size_class): the first page of the class queue,
-     * or the empty page. Written and read as direct[]. */
+     * or the empty page; for a hot class (PAGE_HOT), also the page of the
+     * owner's last free into a page of the class in use, until that page
+     * runs dry (the malloc slow path points it back at the first) or leaves
+     * the queue (every path that takes a page out of a queue updates its
+     * class's slots). Written and read as direct[]; the owner writes a hot
+     * class's slot on lock-free paths too, which the scavenger's quiescing
+     * allows for (heap.c, step 4). */
     _Atomic(page_t *) direct_class[CLASS_COUNT];
     /* Pages with (possibly) free blocks, per size class, most useful first. */
     page_queue_t queues[CLASS_COUNT];
@@ -1252,8 +1285,12 @@ void segment_fork_unlock(void);
 /* Slow path of malloc for size class `cls`: find or make a page with a free
  * block and return one (owner's heap, lock held). NULL when out of memory. */
 void *page_alloc_slow(heap_t *heap, unsigned cls);
-/* A local free emptied a page (used == 0) or hit a page in the full list. */
+/* A local free emptied a page (used == 0), or hit a page in the full list or
+ * signalled by a trim. */
 void page_free_local_slow(heap_t *heap, page_t *page);
+/* A local free of p (in `seg`) left its page in use with in_full not 0: a
+ * page of a hot class, or page_free_local_slow's case. */
+void page_free_local_flagged(heap_t *heap, segment_t *seg, void *p);
 /* A block of `page` freed by a thread that does not own its segment. */
 void page_free_remote(segment_t *seg, page_t *page, block_t *block);
 /* Collect remote frees into every page of the heap; free empty pages

@@ -4,7 +4,9 @@
  * A small page serves one size class. Its free blocks live on two lists:
  *   free         malloc pops from here and the owner's frees push here (LIFO:
  *                the block just freed is the next one handed out, still warm
- *                in the cache);
+ *                in the cache, when malloc pops from the page it went to: the
+ *                first of the class queue, or for a hot class the page of the
+ *                owner's last free, internal.h PAGE_HOT);
  *   xthread_free other threads' frees, pushed with one CAS, collected by the
  *                owner with one exchange when `free` runs dry.
  * (mimalloc keeps a third, owner-only list so that a page in a steady
@@ -144,6 +146,17 @@ void heap_direct_update(heap_t *heap, unsigned cls)
         atomic_store_explicit(&heap->direct[w], page, memory_order_release);
 }
 
+/* The in_full value of a page of class `cls` that sits in `heap`'s class
+ * queue with nothing to signal: PAGE_HOT for a hot class (internal.h), 0
+ * otherwise and in a debug heap, whose frees never take the fast path's
+ * branch (alloc_release is a plain release of blocks the quarantine let go:
+ * following them would gain nothing). */
+static inline uint8_t page_queued_state(const heap_t *heap, unsigned cls)
+{
+    return class_block_size[cls] >= PAGE_HOT_MIN && !(heap->thread_id & THREAD_ID_DEBUG) ? PAGE_HOT
+                                                                                        : 0;
+}
+
 /* Owner: the empty page kept for class `cls` (page_free_local_slow), or none.
  * The pages' `kept` flags follow, so that the scavenger can tell a kept page
  * without reading retained[] (which the owner writes without the lock). */
@@ -281,7 +294,7 @@ static void page_watch_sparse(heap_t *heap, page_t *page)
 static void page_unfull(heap_t *heap, page_t *page)
 {
     queue_remove(&heap->full, page);
-    page->in_full = 0;
+    page->in_full = page_queued_state(heap, page->class_idx);
     page_collect(page); /* the exchange clears XTHREAD_IN_FULL */
     if (atomic_load_explicit(&page->xthread_free, memory_order_relaxed) & XTHREAD_IN_FULL)
         atomic_fetch_and_explicit(&page->xthread_free, ~XTHREAD_IN_FULL, memory_order_relaxed);
@@ -317,7 +330,7 @@ static void page_init_small(heap_t *heap, page_t *page, unsigned cls)
     page->capacity = 0;
     page->used = 0;
     page->free = NULL;
-    page->in_full = 0;
+    page->in_full = page_queued_state(heap, cls);
     page_trimmed_clear(page); /* nothing carved: nothing dropped */
     segment_t *seg = page_segment(page);
     seg->sparse_watch &= ~((uint64_t)1 << (page - seg->pages));
@@ -505,12 +518,17 @@ static void *page_refill_first(heap_t *heap, unsigned cls)
     page_t *page = heap->queues[cls].first;
     if (page == NULL)
         return NULL;
-    if (page->free)
-        return page_pop(page);
-    page_collect(page);
-    if (page->free == NULL && page->capacity < page->reserved && !page_has_freed(page->next))
-        page_extend(page);
-    return page->free ? page_pop(page) : NULL;
+    if (page->free == NULL) {
+        page_collect(page);
+        if (page->free == NULL && page->capacity < page->reserved && !page_has_freed(page->next))
+            page_extend(page);
+        if (page->free == NULL)
+            return NULL;
+    }
+    /* The slot may name another page of a hot class, the one a free pointed
+     * it at (alloc.h), now dry: back to the first. */
+    atomic_store_explicit(&heap->direct_class[cls], page, memory_order_relaxed);
+    return page_pop(page);
 }
 
 static inline void heap_note_slow(heap_t *heap)
@@ -623,7 +641,8 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
 }
 
 /* Called from the free fast path inside its busy window (heap.c explains
- * why the window must cover this too); ends it.
+ * why the window must cover this too) when the free emptied the page, and
+ * from page_free_local_flagged; ends the window.
  *
  * An emptied page is kept, at the front of its queue, when its class has no
  * other empty page: a working set that swings around a page boundary then
@@ -649,12 +668,15 @@ void page_free_local_slow(heap_t *heap, page_t *page)
          * scavenger will take it back (purge.c; asked last: a call). */
         if (kept == page || ((kept == NULL || kept->used != 0) && purge_keeps_empty_pages())) {
             retained_set(heap, cls, page);
-            if (page->in_full || heap->queues[cls].first != page) {
+            /* Not for PAGE_HOT, which a page of a hot class holds in its
+             * queue. */
+            if ((page->in_full & (PAGE_IN_FULL | PAGE_FREE_SIGNAL)) ||
+                heap->queues[cls].first != page) {
                 lock_acquire(&heap->lock);
                 if (page->in_full == PAGE_IN_FULL)
                     page_unfull(heap, page);
-                else /* PAGE_FREE_SIGNAL: empty, nothing under live blocks to trim */
-                    page->in_full = 0;
+                else if (page->in_full == PAGE_FREE_SIGNAL) /* empty: nothing to trim */
+                    page->in_full = page_queued_state(heap, cls);
                 page_queue_t *q = &heap->queues[cls];
                 if (q->first != page) {
                     queue_remove(q, page);
@@ -695,16 +717,42 @@ void page_free_local_slow(heap_t *heap, page_t *page)
             segment_maybe_release(heap, seg);
         else if (large)
             seg->handoff_watch = true;
-    } else if (page->in_full == PAGE_IN_FULL) {
-        page_unfull(heap, page);
-    } else if (page->in_full == PAGE_FREE_SIGNAL) {
-        page->in_full = 0;
-        page_watch_sparse(heap, page); /* freed into since its trim */
+    } else {
+        if (page->in_full == PAGE_IN_FULL) {
+            page_unfull(heap, page);
+        } else if (page->in_full == PAGE_FREE_SIGNAL) {
+            page->in_full = page_queued_state(heap, page->class_idx);
+            page_watch_sparse(heap, page); /* freed into since its trim */
+        }
+        /* A hot class's next malloc pops the block just freed, here too
+         * (page_free_local_flagged; the lock keeps the scavenger out). */
+        if (page->in_full == PAGE_HOT)
+            atomic_store_explicit(&heap->direct_class[page->class_idx], page,
+                                  memory_order_relaxed);
     }
     heap_collect_if_asked(heap); /* after the last use of page and seg */
     lock_release(&heap->lock);
     busy_leave();
     purge_poll(false);
+}
+
+/* Called from the free fast path inside its busy window when the free left
+ * block p's page in use and the page's in_full is not 0; ends the window. A
+ * page of a hot class (internal.h, PAGE_HOT) comes here on every such free:
+ * the class's direct slot then names it, so that the class's next malloc
+ * pops the block just freed. Without the lock: the scavenger's quiescing
+ * looks for a slot written under its feet (heap.c, step 4). Not heap_empty's,
+ * which is shared (page_free_local_slow says how a thread without a heap
+ * gets here). The page is found again from the block (alloc.h says why). */
+void page_free_local_flagged(heap_t *heap, segment_t *seg, void *p)
+{
+    page_t *page = segment_page_of(seg, p);
+    if (ebb_likely(page->in_full == PAGE_HOT && heap != &heap_empty)) {
+        atomic_store_explicit(&heap->direct_class[page->class_idx], page, memory_order_relaxed);
+        busy_leave();
+        return;
+    }
+    page_free_local_slow(heap, page);
 }
 
 /* Tests: the calling thread's next remote free of a small block sleeps `ms`
@@ -885,7 +933,8 @@ void heap_collect_pages(heap_t *heap, bool force)
             uint16_t used = page->used;
             page_collect(page);
             if (page->used < used && page->in_full == PAGE_FREE_SIGNAL) {
-                page->in_full = 0; /* remote frees since its trim: mark it again */
+                /* remote frees since its trim: mark it again */
+                page->in_full = page_queued_state(heap, cls);
                 page_watch_sparse(heap, page);
             }
             if (page->used == 0 && (force || page != heap->queues[cls].first || next))
@@ -1160,6 +1209,7 @@ void page_adopt(heap_t *heap, page_t *page)
     page->next = page->prev = NULL;
     if (page_collect_unowned(page, true)) /* step 5: the page is ours from here */
         return;
+    page->in_full = page_queued_state(heap, page->class_idx);
     queue_push_back(&heap->queues[page->class_idx], page);
     if (heap->queues[page->class_idx].first == page)
         heap_direct_update(heap, page->class_idx);

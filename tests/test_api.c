@@ -1277,6 +1277,55 @@ static void libc_functions_that_allocate_return_ebb_blocks(void)
 }
 
 /* ------------------------------------------------------------------------
+ * Reuse
+ * ---------------------------------------------------------------------- */
+
+/* A ring of 64 live blocks, each step a malloc and then a free of the oldest
+ * (bench_core pair): the block a malloc gets should be the one freed the
+ * step before, still in the cache. Before hot classes (src/internal.h,
+ * PAGE_HOT), blocks of 4 and 16 KiB came from the first page of their class
+ * queue, whose free blocks were freed 16-64 steps earlier: 7% and 13% of
+ * the steps got the block just freed (docs/benchmarks.md, "Blocks above 1
+ * KiB in a FIFO"). Sizes up to 1 KiB are left as they are. Release mode
+ * only: debug mode's quarantine holds freed blocks back on purpose. */
+static void a_block_above_1_kib_just_freed_is_the_next_one_handed_out(void)
+{
+    if (in_debug_mode()) {
+        SKIP_CHECK("release-mode reuse: debug mode's quarantine delays every reuse");
+        return;
+    }
+    enum { RING = 64, WARM = 256, STEPS = 4096 };
+    static void *ring[RING];
+    const size_t sizes[] = {1280, 4096, 16384, 40000, 128 * KiB};
+    FOR_EACH_API(a) {
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            size_t size = sizes[k];
+            for (int i = 0; i < RING; i++) {
+                ring[i] = a->malloc_fn(size);
+                REQUIRE(ring[i] != NULL, "%s malloc(%zu): expected a block", a->name, size);
+            }
+            void *freed = NULL;
+            int reused = 0;
+            for (int i = 0; i < WARM + STEPS; i++) {
+                void *p = a->malloc_fn(size);
+                REQUIRE(p != NULL, "%s malloc(%zu): expected a block", a->name, size);
+                if (i >= WARM && p == freed)
+                    reused++;
+                memset(p, 0x3C, 64);
+                freed = ring[i % RING];
+                a->free_fn(freed);
+                ring[i % RING] = p;
+            }
+            CHECK(reused >= STEPS * 95 / 100, "%s malloc(%zu) in a ring of %d: expected the "
+                  "block freed just before at least 95%% of the time, got it %d times in %d",
+                  a->name, size, RING, reused, STEPS);
+            for (int i = 0; i < RING; i++)
+                a->free_fn(ring[i]);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------
  * Alignment of everything, version
  * ---------------------------------------------------------------------- */
 
@@ -1374,6 +1423,7 @@ int main(void)
     RUN_CASE(free_sized_releases_blocks);
     RUN_CASE(free_aligned_sized_releases_blocks);
     RUN_CASE(cfree_releases_blocks);
+    RUN_CASE(a_block_above_1_kib_just_freed_is_the_next_one_handed_out);
     RUN_CASE(malloc_trim_returns_reverse_freed_small_blocks_to_os);
     RUN_CASE(mallopt_is_accepted_and_returns_1);
     RUN_CASE(libc_internal_names_allocate_from_ebb);

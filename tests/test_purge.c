@@ -721,6 +721,111 @@ static void reverse_order_frees_of_512_kib_blocks_give_back_rss(void)
 }
 
 /* ---------------------------------------------------------------------------
+ * Hot classes (src/internal.h, PAGE_HOT). The owner's free of a block above
+ * 1 KiB points its class's direct slot at the block's page, so that the next
+ * malloc of the class pops that block. No block leaves its page's free list
+ * for it, so it keeps nothing of its own; but the slot then names a page
+ * that need not be the first of its queue, and every way memory goes back
+ * must still find and free that page: the scavenger's visit to the idle
+ * thread, malloc_trim from another thread, the thread's exit. Each worker
+ * holds 16 MiB of 4 and 16 KiB blocks, turns them over as a FIFO ring
+ * (bench_core pair: malloc a block, free the oldest), then frees them all in
+ * ring order, leaving every slot on a page it just emptied or kept.
+ * ------------------------------------------------------------------------- */
+#define HOT_THREADS 4
+#define HOT_SMALL_BLOCKS 2048 /* of 4 KiB */
+#define HOT_LARGE_BLOCKS 512  /* of 16 KiB */
+#define HOT_RING_STEPS 40000
+
+typedef struct hot_worker_s {
+    crew_t *crew;
+    int failures;
+} hot_worker_t;
+
+static void hot_ring_round(hot_worker_t *w)
+{
+    enum { N = HOT_SMALL_BLOCKS + HOT_LARGE_BLOCKS };
+    void **ring = malloc(N * sizeof *ring);
+    if (ring == NULL) {
+        w->failures++;
+        return;
+    }
+    for (int i = 0; i < N; i++) {
+        size_t size = i % 5 == 4 ? 16 * KiB : 4 * KiB; /* one in five: 512 of 2560 */
+        ring[i] = malloc(size);
+        if (ring[i] == NULL) {
+            w->failures++;
+            continue;
+        }
+        touch(ring[i], size, i);
+    }
+    for (int step = 0; step < HOT_RING_STEPS; step++) {
+        int i = step % N;
+        size_t size = i % 5 == 4 ? 16 * KiB : 4 * KiB;
+        free(ring[i]);
+        ring[i] = malloc(size);
+        if (ring[i] == NULL)
+            w->failures++;
+        else
+            touch(ring[i], 64, step);
+    }
+    for (int i = 0; i < N; i++)
+        free(ring[i]);
+    free(ring);
+}
+
+static void *hot_worker_main(void *arg)
+{
+    hot_worker_t *w = arg;
+    stack_pretouch();
+    crew_park(w->crew); /* the baseline is taken while every thread is here */
+    hot_ring_round(w);
+    crew_park(w->crew); /* idle: the scavenger's visit */
+    hot_ring_round(w);
+    crew_park(w->crew); /* idle again: main's malloc_trim */
+    hot_ring_round(w);
+    return NULL; /* exit */
+}
+
+static void fifo_rings_of_blocks_above_1_kib_give_back_rss(void)
+{
+    crew_t crew;
+    crew_init(&crew, HOT_THREADS);
+    hot_worker_t w[HOT_THREADS];
+    pthread_t t[HOT_THREADS];
+    for (int i = 0; i < HOT_THREADS; i++) {
+        w[i] = (hot_worker_t){.crew = &crew};
+        REQUIRE(start_thread(&t[i], 256 * KiB, hot_worker_main, &w[i]) == 0,
+                "pthread_create failed");
+    }
+    crew_wait_parked(&crew);
+    long base = rss_settled();
+    crew_open(&crew);
+    crew_wait_parked(&crew);
+    expect_rss_back(base, 8 * MiB, rss_now(), "4 idle threads after FIFO rings of 4 and 16 KiB");
+
+    crew_open(&crew);
+    crew_wait_parked(&crew);
+    long held = rss_now();
+    malloc_trim(0); /* acts for the parked threads, at once */
+    long trimmed = rss_now();
+    printf("    info: malloc_trim after the rings: before %.1f MiB, %.1f when idle, %.1f after\n",
+           mib(base), mib(held), mib(trimmed));
+    CHECK(trimmed - base < 8 * (long)MiB, "malloc_trim(0) with 4 threads parked after FIFO rings "
+          "of 4 and 16 KiB: expected RSS within 8 MiB of %.1f MiB at once, got %.1f MiB (%.1f "
+          "when they parked)", mib(base), mib(trimmed), mib(held));
+
+    crew_open(&crew);
+    int failures = 0;
+    for (int i = 0; i < HOT_THREADS; i++) {
+        pthread_join(t[i], NULL);
+        failures += w[i].failures;
+    }
+    expect_rss_back(base, 8 * MiB, rss_now(), "4 threads exited after FIFO rings of 4 and 16 KiB");
+    CHECK(failures == 0, "%d allocations returned NULL", failures);
+}
+
+/* ---------------------------------------------------------------------------
  * 1d. From 001 (deferred frees held until the next allocation activity) and
  * 002: 4 producers -> 4 consumers, 5 million small blocks, then all 8 idle.
  * Every producer has one single-producer/single-consumer ring per consumer;
@@ -6119,6 +6224,7 @@ int main(int argc, char **argv)
     RUN_CASE(idle_threads_give_back_64_to_512_kib_blocks);
     RUN_CASE(reverse_order_frees_of_1_kib_blocks_give_back_rss);
     RUN_CASE(reverse_order_frees_of_512_kib_blocks_give_back_rss);
+    RUN_CASE(fifo_rings_of_blocks_above_1_kib_give_back_rss);
     RUN_CASE(producer_consumer_memory_comes_back_when_all_idle);
     RUN_CASE(random_sizes_keep_a_flat_peak_and_no_ratchet);
     RUN_CASE(debug_mode_random_sizes_stay_within_bound);

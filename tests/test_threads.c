@@ -907,6 +907,88 @@ static void bursts_with_idle_gaps_while_the_scavenger_visits(void)
           "%ld blocks failed to allocate or came back changed", atomic_load(&burst_failures));
 }
 
+/* FIFO rings of blocks above 1 KiB (bench_core pair) while the scavenger
+ * visits. The owner's free of such a block points its class's direct slot at
+ * the block's page (src/internal.h, PAGE_HOT), on the fast path, without the
+ * heap's lock. A scavenger that quiesces the heap clears every slot first
+ * (heap.c, step 2): a free that began before and stored after the clear, and
+ * was done by the time the scavenger looked at tls.busy, left a slot naming
+ * a page, and the owner's next malloc popped from that page while the
+ * scavenger collected it. The ring runs on fast paths alone, so its heap
+ * looks idle (no slow path for a while); a few cross-thread frees through
+ * shared slots give the scavenger a reason to visit. heap.c now looks for
+ * changed slots before it takes the heap (heap_direct_cleared): a copy of
+ * this loop run alone with EBB_PURGE_DELAY=1, reporting each time that test
+ * found one, did so in 2 runs of 8 (of some 40 visits each). The window is
+ * narrow: neither this case nor its ThreadSanitizer run (run_tests.sh, with
+ * EBB_PURGE_DELAY=2) failed in 6 runs without the test, so it is coverage
+ * of the path more than a trap for the race. */
+#define HOT_RING 64
+#define HOT_SHARED 8
+static _Atomic(uint8_t *) hot_shared[HOT_SHARED];
+static atomic_long hot_failures;
+static long hot_steps;
+
+static void *hot_ring_worker(void *argp)
+{
+    (void)argp;
+    uint8_t *ring[HOT_RING];
+    for (int i = 0; i < HOT_RING; i++) {
+        ring[i] = A(malloc)(4096);
+        if (ring[i] == NULL) {
+            atomic_fetch_add(&hot_failures, 1);
+            return NULL;
+        }
+        ring[i][0] = (uint8_t)(i - HOT_RING);
+    }
+    for (long it = 0; it < hot_steps; it++) {
+        uint8_t *p = A(malloc)(it % 3 ? 4096 : 16384);
+        if (p == NULL) {
+            atomic_fetch_add(&hot_failures, 1);
+            break;
+        }
+        p[0] = (uint8_t)it;
+        uint8_t *old = ring[it % HOT_RING];
+        if (old[0] != (uint8_t)(it - HOT_RING))
+            atomic_fetch_add(&hot_failures, 1);
+        A(free)(old);
+        ring[it % HOT_RING] = p;
+        if (it % 500 == 0) { /* a cross-thread free now and then */
+            uint8_t *q = A(malloc)(4096);
+            if (q != NULL)
+                q[0] = 0xA5;
+            q = atomic_exchange(&hot_shared[(it / 500) % HOT_SHARED], q);
+            if (q != NULL && q[0] != 0xA5)
+                atomic_fetch_add(&hot_failures, 1);
+            A(free)(q);
+        }
+    }
+    for (int i = 0; i < HOT_RING; i++)
+        A(free)(ring[i]);
+    return NULL;
+}
+
+static void fifo_rings_above_1_kib_while_the_scavenger_visits(void)
+{
+    const char *debug = getenv("EBB_DEBUG");
+    hot_steps = debug && strcmp(debug, "0") != 0 ? 100000 : 1000000;
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        int e = pthread_create(&th[i], NULL, hot_ring_worker, NULL);
+        REQUIRE(e == 0, "pthread_create: %s", strerror(e));
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < HOT_SHARED; i++) {
+        uint8_t *q = atomic_exchange(&hot_shared[i], NULL);
+        if (q != NULL && q[0] != 0xA5)
+            atomic_fetch_add(&hot_failures, 1);
+        A(free)(q);
+    }
+    CHECK(atomic_load(&hot_failures) == 0,
+          "%ld blocks failed to allocate or came back changed", atomic_load(&hot_failures));
+}
+
 /* Review findings: glibc runs pthread key destructors in at most
  * PTHREAD_DESTRUCTOR_ITERATIONS rounds, ebb's (made at the first malloc)
  * first in each. A destructor that allocates after ebb's in the last round
@@ -1291,6 +1373,7 @@ int main(void)
     RUN_CASE(thread_that_only_frees_blocks_allocated_by_main);
     RUN_CASE(threads_exit_holding_blocks_that_others_free_later);
     RUN_CASE(bursts_with_idle_gaps_while_the_scavenger_visits);
+    RUN_CASE(fifo_rings_above_1_kib_while_the_scavenger_visits);
     RUN_CASE(key_destructors_that_allocate_leave_no_heap_behind);
     RUN_CASE(a_real_time_thread_waiting_for_a_lock_lets_its_holder_run);
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
