@@ -202,8 +202,10 @@ static inline void *alloc_generic_try(heap_t *heap, size_t size, size_t alignmen
         while (cls < CLASS_COUNT && (class_block_size[cls] & (alignment - 1)) != 0)
             cls++;
         if (cls < CLASS_COUNT) {
-            /* The class's first page first, as malloc's fast path takes it:
-             * debug mode allocates every block through here. */
+            /* The page the class's slot names first, as malloc's fast path
+             * takes it (the queue's first, or for a hot class the page of
+             * the owner's last free: internal.h, PAGE_HOT): debug mode
+             * allocates every block through here. */
             p = alloc_pop(&heap->direct_class[cls]);
             if (p == NULL)
                 p = page_alloc_slow(heap, cls);
@@ -247,9 +249,11 @@ void *alloc_generic_in_fresh(heap_t *heap, size_t size, size_t alignment, bool *
     return alloc_generic_at(heap, size, alignment, false, fresh);
 }
 
-/* Sizes above DIRECT_MAX have no direct slot: the first page of their class
- * queue is their fast path (same busy window and revocation check as the
- * lock-free start of page_alloc_slow, heap.c explains both). */
+/* malloc's fast path found no block in the page its slot names. The first
+ * page of the class queue is tried here, without the lock (same busy window
+ * and revocation check as the lock-free start of page_alloc_slow, heap.c
+ * explains both): for a hot class the slot may have named another page, the
+ * one the owner's last free went to (internal.h, PAGE_HOT). */
 void *alloc_malloc_slow(size_t size)
 {
     heap_t *heap = tls.heap;
