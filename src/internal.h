@@ -302,14 +302,15 @@ void __tsan_acquire(void *addr);
  *      alone cover, those inside a free block of several OS pages too
  *      (dropping the blocks they overlap until the page needs them again,
  *      or empties; page.c, page_trim): malloc_trim(0) and ebb_collect(true) trim every
- *      such page at once; the scavenger trims the pages that had blocks
- *      freed into them since they were last full or last trimmed
- *      (segment_t.sparse_watch) once their thread stays idle for
+ *      such page at once; the scavenger trims the pages that are new or
+ *      had blocks freed into them since they were last full or last
+ *      trimmed (segment_t.sparse_watch) once their thread stays idle for
  *      SPARSE_IDLE_FACTOR purge delays (at most SPARSE_IDLE_MAX_MS, 1 s by
  *      default, unless the delay is longer), or has exited
  *      (abandoned segments). Not in a solo process (8: one segment at most),
- *      nor without membarrier (heap.c, quiescing), nor for a class's pages
- *      that never filled up.
+ *      nor without membarrier (heap.c, quiescing). A new page of a class up
+ *      to 1 KiB wakes no scavenger (page.c, page_watch_new): the visit that
+ *      trims it is one made for another reason.
  *  (Hot classes, PAGE_HOT, add no place: a block freed goes on its page's
  *  list like any other, only the page malloc pops from changes. Every way
  *  memory goes back finds their pages as any other: tests/test_purge.c,
@@ -623,10 +624,11 @@ typedef struct segment_s {
      * segment off its list); read by the telemetry, racily, like the page
      * fields. Here rather than in page_t: see page_t's block counts. */
     uint16_t trimmed[SLICES_PER_SEGMENT];
-    /* Normal segments: bit i = the small page at slice i has had blocks
-     * freed into it since it was last full or last trimmed (page.c,
-     * page_unfull, the free that a trim's PAGE_FREE_SIGNAL sends to the slow
-     * path, and the abandoned segments' collection): it may
+    /* Normal segments: bit i = the small page at slice i is new (page.c,
+     * page_watch_new) or has had blocks freed into it since it was last
+     * full or last trimmed (page_unfull, the free that a trim's
+     * PAGE_FREE_SIGNAL sends to the slow path, and the abandoned segments'
+     * collection): it may
      * hold free blocks under live ones that only a trim gives back. Set and
      * cleared by whoever may touch the page's free list (as `trimmed`); the
      * scavenger trims these pages of an idle heap or an abandoned segment

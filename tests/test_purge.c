@@ -3509,6 +3509,102 @@ static void idle_process_gives_back_pages_under_live_blocks(void)
     expect_child_passes("child_idle_trim_1000_main", idle_trim_env, 60);
 }
 
+/* ---------------------------------------------------------------------------
+ * Issue 3, "pages that never filled up": the idle trim reached only pages
+ * marked by a free after they had been full (or adopted); a page a thread
+ * kept allocating from and never filled was never marked, so blocks freed
+ * among live ones in it stayed resident for good. A thread that took 6
+ * blocks of each of 15 sizes from 2 KiB to 64 KiB (pages of 64-512 KiB), plus
+ * 6 of each of 4 sizes up to 1 KiB, freed 5 of each and slept held +2.2 MiB
+ * (glibc +0.45 MiB); the same when it exited instead. Now every new page is
+ * watched (src/page.c, page_watch_new).
+ * ------------------------------------------------------------------------- */
+#define NEVER_FULL_KEEP 6
+static const size_t never_full_sizes[] = {2048,  3072,  4096,  6144,  8192,  12288, 16384,
+                                          20480, 24576, 28672, 32768, 40960, 49152, 57344,
+                                          65536, 128,   256,   512,   1024};
+#define NEVER_FULL_COUNT (sizeof never_full_sizes / sizeof never_full_sizes[0])
+static void *never_full_kept[NEVER_FULL_COUNT];
+static pthread_barrier_t never_full_barrier;
+
+/* The worker: waits until main has its baseline, allocates and writes
+ * NEVER_FULL_KEEP blocks of each size, frees all but the first of each,
+ * tells main, then (if it stays) sleeps until main is done. */
+static void *never_full_worker(void *stay)
+{
+    pthread_barrier_wait(&never_full_barrier); /* main took its baseline */
+    for (size_t s = 0; s < NEVER_FULL_COUNT; s++) {
+        void *p[NEVER_FULL_KEEP];
+        for (int i = 0; i < NEVER_FULL_KEEP; i++) {
+            p[i] = malloc(never_full_sizes[s]);
+            if (p[i] != NULL)
+                memset(p[i], (int)(s + 1), never_full_sizes[s]);
+        }
+        for (int i = 1; i < NEVER_FULL_KEEP; i++)
+            free(p[i]);
+        never_full_kept[s] = p[0];
+    }
+    pthread_barrier_wait(&never_full_barrier); /* the frees are done */
+    if (stay)
+        pthread_barrier_wait(&never_full_barrier); /* main is done */
+    return NULL;
+}
+
+static void never_full_scenario(bool stay, const char *what)
+{
+    REQUIRE(pthread_barrier_init(&never_full_barrier, NULL, 2) == 0, "pthread_barrier_init failed");
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, never_full_worker, stay ? (void *)1 : NULL) == 0,
+            "pthread_create failed");
+    long base = rss_settled();
+    pthread_barrier_wait(&never_full_barrier);
+    pthread_barrier_wait(&never_full_barrier);
+    if (!stay)
+        pthread_join(t, NULL);
+    long held = rss_now(), live = 0;
+    for (size_t s = 0; s < NEVER_FULL_COUNT; s++) {
+        REQUIRE(never_full_kept[s] != NULL, "malloc(%zu) failed", never_full_sizes[s]);
+        live += (long)never_full_sizes[s];
+    }
+    CHECK(held - base >= live + (long)(1536 * KiB),
+          "%s: the scenario should leave at least 1.5 MiB of freed blocks resident beside the "
+          "%.2f MiB of live ones before the idle trim (else it tests nothing); RSS grew by "
+          "%.2f MiB", what, mib(live), mib(held - base));
+    /* What stays: the live blocks, the OS pages they touch, and the pages
+     * the thread's heap and segment headers hold. */
+    expect_rss_back(base, live + (long)(640 * KiB), held, what);
+    for (size_t s = 0; s < NEVER_FULL_COUNT; s++) {
+        const unsigned char *b = never_full_kept[s];
+        size_t bad = 0;
+        for (size_t i = 0; i < never_full_sizes[s]; i++)
+            bad += b[i] != (unsigned char)(s + 1);
+        CHECK(bad == 0, "%s: the live %zu B block should read as written after the trim; %zu "
+              "bytes did not", what, never_full_sizes[s], bad);
+        free(never_full_kept[s]);
+    }
+    if (stay) {
+        pthread_barrier_wait(&never_full_barrier);
+        pthread_join(t, NULL);
+    }
+    pthread_barrier_destroy(&never_full_barrier);
+}
+
+static void child_never_full_pages_alive(void)
+{
+    never_full_scenario(true, "a sleeping thread's pages that never filled up");
+}
+
+static void child_never_full_pages_exited(void)
+{
+    never_full_scenario(false, "an exited thread's pages that never filled up");
+}
+
+static void pages_that_never_filled_are_trimmed_at_idle(void)
+{
+    expect_child_passes("child_never_full_pages_alive", idle_trim_env, 60);
+    expect_child_passes("child_never_full_pages_exited", idle_trim_env, 60);
+}
+
 /* Before, a trimmed page kept its dropped blocks out of use until it
  * emptied: allocating the same blocks again took new pages for all of them. */
 static void trimmed_pages_serve_malloc_again(void)
@@ -6141,6 +6237,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_remote_frees_after_an_idle_trim_are_trimmed_too),
     CHILD_CASE(child_a_quiescent_trim_gives_back_nothing_twice),
     CHILD_CASE(child_three_trims_between_markers),
+    CHILD_CASE(child_never_full_pages_alive),
+    CHILD_CASE(child_never_full_pages_exited),
 #endif
 #if defined(PURGE_HOOKS)
     CHILD_CASE(child_frees_racing_purge_passes_are_purged_not_unmapped),
@@ -6264,6 +6362,7 @@ int main(int argc, char **argv)
     RUN_CASE(trim_frees_pages_under_live_blocks_of_8_threads);
     RUN_CASE(debug_mode_trim_frees_pages_under_live_blocks);
     RUN_CASE(idle_process_gives_back_pages_under_live_blocks);
+    RUN_CASE(pages_that_never_filled_are_trimmed_at_idle);
     RUN_CASE(trimmed_pages_serve_malloc_again);
     RUN_CASE(adopted_pages_are_trimmed_at_idle);
     RUN_CASE(blocks_freed_after_an_idle_trim_are_trimmed_too);
