@@ -631,7 +631,7 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
                 if (trim)
                     atomic_store(&h->sparse_pending, 0);
                 else if (sparse)
-                    atomic_store(&h->sparse_pending, 1);
+                    atomic_fetch_or(&h->sparse_pending, sparse);
                 segment_release_empty(h); /* an idle thread keeps no header either */
                 heap_unquiesce(h);
                 done = true;
@@ -656,7 +656,7 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
             if (retained)
                 atomic_store(&h->retained_pending, 1);
             if (sparse && quiesce_ready) /* without membarrier, no visit can trim */
-                atomic_store(&h->sparse_pending, 1);
+                atomic_fetch_or(&h->sparse_pending, sparse);
         }
     }
     lock_release(&heap_pool_lock);
@@ -736,13 +736,15 @@ void heap_counts(size_t *alive, size_t *pooled)
     *pooled = p;
 }
 
-bool heap_scavenge_pending(void)
+bool heap_scavenge_pending(bool fresh_too)
 {
+    int sparse_bits = SPARSE_MARKED | (fresh_too ? SPARSE_FRESH : 0);
     bool pending = false;
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h && !pending; h = h->all_next)
         pending = h->in_use && (atomic_load(&h->remote_pending) || atomic_load(&h->retained_pending) ||
-                                atomic_load(&h->sparse_pending) || collect_request_pending(h));
+                                (atomic_load(&h->sparse_pending) & sparse_bits) ||
+                                collect_request_pending(h));
     lock_release(&heap_pool_lock);
     return pending;
 }

@@ -462,6 +462,10 @@ enum { PAGE_FREE = 0, PAGE_SMALL = 1, PAGE_LARGE = 2 };
  * "full" mispredicts when the classes change at random. */
 #define PAGE_HOT_MIN (DIRECT_MAX + 1)
 
+/* heap_t.sparse_pending's bits (below). */
+#define SPARSE_MARKED 1
+#define SPARSE_FRESH  2
+
 /* A page descriptor. One per slice, in the segment header; for a run of slices
  * the descriptor of the first slice is the page (segment_t.slice_offset leads
  * from any slice of the run to it). */
@@ -720,9 +724,14 @@ typedef struct heap_s {
     /* Any thread: the owner kept an empty page for reuse (page.c); the
      * scavenger takes it back when the owner stays idle. */
     atomic_int retained_pending;
-    /* Any thread: a page of the heap left its full list with blocks freed
-     * into it (segment_t.sparse_watch); the scavenger trims such pages once
-     * the owner stays idle (heap.c, heap_scavenge). */
+    /* Any thread: pages of the heap are marked in segment_t.sparse_watch;
+     * the scavenger trims them once the owner stays idle (heap.c,
+     * heap_scavenge). SPARSE_MARKED: a page left its full list with blocks
+     * freed into it, or a trim signalled it (memory waiting for the trim);
+     * SPARSE_FRESH: new pages only (page.c, page_watch_new), which may never
+     * hold anything to give back, and so do not count as resident work for a
+     * forked child's decision to start a scavenger (purge.c). Bits, set with
+     * fetch_or. */
     atomic_int sparse_pending;
     /* Under `lock`: the owner's tls.busy (set by the owner at heap creation,
      * NULL once it exited); 1 while the scavenger has the heap quiesced, when
@@ -1145,6 +1154,10 @@ void purge_segment_forget(segment_t *seg);
 /* Something purgeable appeared outside the segment list (huge cache,
  * abandoned segments, remote frees into an idle heap): make sure a pass runs. */
 void purge_wake(void);
+/* The same if the scavenger thread exists, else nothing: for work that can
+ * wait until the thread starts for another reason, and must not start it
+ * (page.c, page_watch_new: a forked child that allocates before its exec). */
+void purge_nudge(void);
 /* Called on slow paths holding no lock: start the scavenger thread if it is
  * wanted and `may_start` (allocation paths only, never free: see purge.c), or
  * run a pass inline when there is no thread and one is due. */
@@ -1396,7 +1409,7 @@ static inline void heap_collect_if_asked(heap_t *heap)
     if (ebb_unlikely(atomic_load_explicit(&heap->collect_asked, memory_order_relaxed)))
         heap_collect_asked(heap);
 }
-bool heap_scavenge_pending(void);
+bool heap_scavenge_pending(bool fresh_too);
 /* Tests: sleep `ms` in every thread exit right after its segments are abandoned. */
 void heap_inject_exit_pause(long ms);
 /* Tests: raise `sig` (0: none) in every thread exit after the heap's lock is

@@ -281,10 +281,10 @@ static void page_watch_sparse(heap_t *heap, page_t *page)
 {
     segment_t *seg = page_segment(page);
     seg->sparse_watch |= (uint64_t)1 << (page - seg->pages);
-    if (heap != NULL && !atomic_load_explicit(&heap->sparse_pending, memory_order_relaxed)) {
-        atomic_store(&heap->sparse_pending, 1);
+    if (heap != NULL &&
+        !(atomic_load_explicit(&heap->sparse_pending, memory_order_relaxed) & SPARSE_MARKED) &&
+        !(atomic_fetch_or(&heap->sparse_pending, SPARSE_MARKED) & SPARSE_MARKED))
         purge_wake();
-    }
 }
 
 /* A new page is watched from the start: it may never fill up, and then no
@@ -294,21 +294,22 @@ static void page_watch_sparse(heap_t *heap, page_t *page)
  * slept held +2.2 MiB for good, against glibc's +0.45 (before 2026-12-06,
  * stop 38; test_purge, pages_that_never_filled_are_trimmed_at_idle). The
  * owner's visit at idle trims it (heap.c, heap_scavenge). A hot class's
- * page (above 1 KiB: 64-512 KiB pages) wakes the scavenger, as a mark after a
- * full page does, once per heap until the visit; a smaller class's page
- * (one 64 KiB slice) is marked without a wake, for whichever visit comes
- * next: a thread's first mallocs, all small as a rule, make no system call
- * for it. */
+ * page (above 1 KiB: 64-512 KiB pages) wakes a running scavenger once per
+ * heap until the visit, but starts none (purge_nudge): a new page is not
+ * memory to give back yet, and a forked child that allocates a buffer
+ * before its exec must not start a thread for it. A smaller class's page
+ * (one 64 KiB slice) wakes nothing: a thread's first mallocs, all small as
+ * a rule, make no system call for it. Either way the mark waits for the
+ * next visit, which the pending flag asks for. */
 static void page_watch_new(heap_t *heap, page_t *page)
 {
-    if (page->block_size >= PAGE_HOT_MIN) {
-        page_watch_sparse(heap, page);
-        return;
-    }
     segment_t *seg = page_segment(page);
     seg->sparse_watch |= (uint64_t)1 << (page - seg->pages);
-    if (!atomic_load_explicit(&heap->sparse_pending, memory_order_relaxed))
-        atomic_store(&heap->sparse_pending, 1);
+    if (atomic_load_explicit(&heap->sparse_pending, memory_order_relaxed))
+        return; /* a visit is asked for already */
+    atomic_fetch_or(&heap->sparse_pending, SPARSE_FRESH);
+    if (page->block_size >= PAGE_HOT_MIN)
+        purge_nudge();
 }
 
 /* Owner: bring a page back from the full list to the back of its queue: it

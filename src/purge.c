@@ -406,20 +406,23 @@ static bool purge_segments(bool force)
 
 /* Does any source of work hold resident memory a pass would give back? All
  * but the segment cache: the slices of cached segments are on the purge list
- * while dirty, so what the cache itself waits for is address space (unmaps). */
-static bool purge_resident_pending(void)
+ * while dirty, so what the cache itself waits for is address space (unmaps).
+ * `fresh_too`: new pages waiting for their first look at idle count too
+ * (heap_t.sparse_pending, SPARSE_FRESH): work for a scavenger that exists,
+ * not a reason to start one. */
+static bool purge_resident_pending(bool fresh_too)
 {
     lock_acquire(&purge_lock);
     bool listed = purge_first != NULL;
     lock_release(&purge_lock);
-    return listed || huge_cache_pending() || segment_abandoned_pending() || heap_scavenge_pending() ||
+    return listed || huge_cache_pending() || segment_abandoned_pending() || heap_scavenge_pending(fresh_too) ||
            (debug_enabled && (debug_reuse_pending() || debug_quarantine_pending()));
 }
 
 /* Is any source of work non-empty? (The scavenger's re-check.) */
 static bool purge_pending(void)
 {
-    return purge_resident_pending() || segment_cache_pending();
+    return purge_resident_pending(true) || segment_cache_pending();
 }
 
 /* One pass; the caller holds pass_lock. True if work remains for later. */
@@ -442,7 +445,7 @@ static bool purge_pass_locked(bool force)
         pending |= purge_segments(force);
     pending |= huge_cache_decay(now, force);
     pending |= segment_cache_decay(now, force);
-    pending |= heap_scavenge_pending();
+    pending |= heap_scavenge_pending(true);
     return pending;
 }
 
@@ -495,6 +498,13 @@ void purge_wake(void)
     } else if (state == THREAD_NONE && !solo) {
         purge_want_thread();
     }
+}
+
+void purge_nudge(void)
+{
+    int state = atomic_load_explicit(&thread_state, memory_order_relaxed);
+    if (state == THREAD_RUNNING || state == THREAD_STARTING)
+        purge_wake();
 }
 
 /* EBB_STATS_INTERVAL: print a sample if one is due; the next deadline. */
@@ -752,7 +762,7 @@ void purge_fork_child_restart(void)
     int state = atomic_load(&thread_state);
     /* With EBB_PURGE_DELAY=-1 nothing is purged but by malloc_trim, and no
      * thread could ever be woken (purge_wake). */
-    bool resident = purge_delay_ms() >= 0 && purge_resident_pending();
+    bool resident = purge_delay_ms() >= 0 && purge_resident_pending(false);
     /* The fork may have come between a pass's store of purge_work = 0 and
      * its re-check of the sources (the fork handler held a lock that the
      * re-check waits for): the child inherits the 0 with work pending. Set
