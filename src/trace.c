@@ -757,6 +757,19 @@ static inline __attribute__((always_inline)) bool replay_step(walk_t *w, rule_t 
     return true;
 }
 
+/* The end of a replay that reached the entry's last step: its trace id,
+ * read before the last check of the entry's count (0 if it changed). */
+static inline uint32_t replay_done(const cache_entry_t *e, const volatile cache_entry_t *v,
+                                   unsigned seq, int depth, int *out_depth)
+{
+    uint32_t id = v->id;
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
+        return 0;
+    *out_depth = depth;
+    return id;
+}
+
 /* The replay of an entry with rbp steps, for cache_lookup, which has checked
  * its key (and returns what this returns): the trace id, or 0 at the first
  * pc that differs. Apart from the chains of rsp steps only, so that their
@@ -779,12 +792,7 @@ static ebb_noinline uint32_t replay_rbp_steps(const volatile cache_entry_t *v, u
         if (!replay_step(&w, r, top) || w.pc != want)
             return 0;
     }
-    uint32_t id = v->id;
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
-        return 0;
-    *out_depth = depth;
-    return id;
+    return replay_done(e, v, seq, depth, out_depth);
 }
 
 /* A hit's trace id (*depth: its frames), or 0. */
@@ -822,12 +830,7 @@ ebb_racy_reader static uint32_t cache_lookup(uintptr_t mark, int max, int *out_d
         if (*(const uintptr_t *)(mark + at) != want)
             return 0;
     }
-    uint32_t id = v->id;
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
-        return 0;
-    *out_depth = depth;
-    return id;
+    return replay_done(e, v, seq, depth, out_depth);
 }
 
 /* Keep the walk record of `c`, whose trace is `id` (its first n frames). */
