@@ -389,15 +389,19 @@ static void heap_thread_done(void *arg)
     pthread_sigmask(SIG_SETMASK, &old, NULL); /* a handler that allocates gets a new heap */
 }
 
+/* The calling thread's heap (its debug heap in debug mode), or NULL. */
+static heap_t *heap_of_caller(void)
+{
+    return tls.heap != &heap_empty ? tls.heap : tls_debug_heap;
+}
+
 void ebb_collect(bool force)
 {
     process_init(); /* the options a pass reads */
     if (force && debug_enabled)
         debug_quarantine_flush();
-    heap_t *heap = tls.heap != &heap_empty ? tls.heap : tls_debug_heap;
-    if (heap == NULL)
-        heap = &heap_empty;
-    if (heap != &heap_empty) {
+    heap_t *heap = heap_of_caller();
+    if (heap != NULL) {
         lock_acquire(&heap->lock);
         heap_collect_pages(heap, force);
         if (force) {
@@ -590,10 +594,10 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
     /* A forced pass runs in ebb_collect, which has just collected, trimmed
      * and released the caller's own heap as its owner: quiescing it again
      * would cost a membarrier and a read of its busy byte for nothing. */
-    const heap_t *own = force ? (tls.heap != &heap_empty ? tls.heap : tls_debug_heap) : NULL;
+    const heap_t *own = force ? heap_of_caller() : NULL;
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h; h = h->all_next) {
-        if (!h->in_use || (own != NULL && h == own))
+        if (!h->in_use || h == own)
             continue;
         int remote = atomic_exchange(&h->remote_pending, 0) || collect_request_pending(h);
         int retained = atomic_exchange(&h->retained_pending, 0);

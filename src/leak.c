@@ -1275,6 +1275,17 @@ static void leak_report_end(report_out_t *out)
     debug_report_unlock();
 }
 
+/* "==ebb== INCOMPLETE: <bytes><rest>" if bytes is not 0: memory the report
+ * left unread, or read in part. */
+static void incomplete_bytes(text_t *t, uint64_t bytes, const char *rest)
+{
+    if (bytes == 0)
+        return;
+    text_add(t, "==ebb== INCOMPLETE: ");
+    text_add_u64(t, bytes, 0);
+    text_add(t, rest);
+}
+
 /* The report when its arrays could not be mapped (`bytes` for `blocks`
  * live blocks): a header, the reason, and the closing marker, so that it
  * reads as a whole report that checked nothing, not as one cut short. */
@@ -1321,7 +1332,6 @@ void leak_report_at_exit(void)
     }
     debug_quarantine_hold(true);
     memset(&lk, 0, sizeof lk);
-    lk.reads_refused = 0;
     lk.whole_private_left = WHOLE_PRIVATE_MAX;
     lk.whole_shared_left = WHOLE_SHARED_MAX;
     segment_for_each(spans_of_segment, NULL);
@@ -1475,20 +1485,14 @@ void leak_report_at_exit(void)
         text_add(t, " of memory (process_vm_readv and pipes both refused); blocks reached only "
                     "through what was not read are counted lost\n");
     }
-    if (lk.mapped_only_bytes > 0) {
-        text_add(t, "==ebb== INCOMPLETE: ");
-        text_add_u64(t, lk.mapped_only_bytes, 0);
-        text_add(t, " bytes of big shared mappings read only where this process maps pages "
-                    "(mincore refused; read whole, their holes would become memory); blocks "
-                    "reached only through the rest are counted lost\n");
-    }
-    if (lk.unread_bytes > 0) {
-        text_add(t, "==ebb== INCOMPLETE: ");
-        text_add_u64(t, lk.unread_bytes, 0);
-        text_add(t, " bytes of big mappings or blocks not read (the pages they use could not be "
-                    "found: /proc/self/pagemap or mincore refused; too big to read whole); "
-                    "blocks reached only through them are counted lost\n");
-    }
+    incomplete_bytes(t, lk.mapped_only_bytes,
+                     " bytes of big shared mappings read only where this process maps pages "
+                     "(mincore refused; read whole, their holes would become memory); blocks "
+                     "reached only through the rest are counted lost\n");
+    incomplete_bytes(t, lk.unread_bytes,
+                     " bytes of big mappings or blocks not read (the pages they use could not be "
+                     "found: /proc/self/pagemap or mincore refused; too big to read whole); "
+                     "blocks reached only through them are counted lost\n");
     if (!roots_whole)
         text_add(t, "==ebb== INCOMPLETE: not every root could be listed (/proc/self/maps not read "
                     "whole, or a module's headers unreadable in a forked child); blocks reached "
