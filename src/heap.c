@@ -740,9 +740,8 @@ void heap_counts(size_t *alive, size_t *pooled)
     *pooled = p;
 }
 
-bool heap_scavenge_pending(bool fresh_too)
+bool heap_scavenge_pending(int sparse_bits)
 {
-    int sparse_bits = SPARSE_MARKED | (fresh_too ? SPARSE_FRESH : 0);
     bool pending = false;
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h && !pending; h = h->all_next)

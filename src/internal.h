@@ -463,8 +463,10 @@ enum { PAGE_FREE = 0, PAGE_SMALL = 1, PAGE_LARGE = 2 };
 #define PAGE_HOT_MIN (DIRECT_MAX + 1)
 
 /* heap_t.sparse_pending's bits (below). */
-#define SPARSE_MARKED 1
-#define SPARSE_FRESH  2
+#define SPARSE_MARKED    1
+#define SPARSE_FRESH     2
+#define SPARSE_FRESH_HOT 4
+#define SPARSE_ALL       (SPARSE_MARKED | SPARSE_FRESH | SPARSE_FRESH_HOT)
 
 /* A page descriptor. One per slice, in the segment header; for a run of slices
  * the descriptor of the first slice is the page (segment_t.slice_offset leads
@@ -727,11 +729,15 @@ typedef struct heap_s {
     /* Any thread: pages of the heap are marked in segment_t.sparse_watch;
      * the scavenger trims them once the owner stays idle (heap.c,
      * heap_scavenge). SPARSE_MARKED: a page left its full list with blocks
-     * freed into it, or a trim signalled it (memory waiting for the trim);
-     * SPARSE_FRESH: new pages only (page.c, page_watch_new), which may never
-     * hold anything to give back, and so do not count as resident work for a
-     * forked child's decision to start a scavenger (purge.c). Bits, set with
-     * fetch_or. */
+     * freed into it, or a trim signalled it (memory waiting for the trim;
+     * its setter woke the scavenger); SPARSE_FRESH: new pages of classes up
+     * to 1 KiB (page.c, page_watch_new), which woke nothing; SPARSE_FRESH_HOT:
+     * a new page of a class above 1 KiB, which woke a running scavenger, or
+     * is looked at by one that starts later (purge.c, scavenger_main). The
+     * two FRESH bits may never hold anything to give back, and so do not
+     * count as resident work for a forked child's decision to start a
+     * scavenger (purge.c). Bits, set with fetch_or; the visit that trims
+     * the heap's marked pages clears them all. */
     atomic_int sparse_pending;
     /* Under `lock`: the owner's tls.busy (set by the owner at heap creation,
      * NULL once it exited); 1 while the scavenger has the heap quiesced, when
@@ -1156,7 +1162,8 @@ void purge_segment_forget(segment_t *seg);
 void purge_wake(void);
 /* The same if the scavenger thread exists, else nothing: for work that can
  * wait until the thread starts for another reason, and must not start it
- * (page.c, page_watch_new: a forked child that allocates before its exec). */
+ * (page.c, page_watch_new: a forked child that allocates before its exec).
+ * The work must be recorded where a starting thread looks (scavenger_main). */
 void purge_nudge(void);
 /* Called on slow paths holding no lock: start the scavenger thread if it is
  * wanted and `may_start` (allocation paths only, never free: see purge.c), or
@@ -1409,7 +1416,9 @@ static inline void heap_collect_if_asked(heap_t *heap)
     if (ebb_unlikely(atomic_load_explicit(&heap->collect_asked, memory_order_relaxed)))
         heap_collect_asked(heap);
 }
-bool heap_scavenge_pending(bool fresh_too);
+/* Work for the scavenger's visits to live heaps; `sparse_bits`: which of
+ * heap_t.sparse_pending's bits count. */
+bool heap_scavenge_pending(int sparse_bits);
 /* Tests: sleep `ms` in every thread exit right after its segments are abandoned. */
 void heap_inject_exit_pause(long ms);
 /* Tests: raise `sig` (0: none) in every thread exit after the heap's lock is

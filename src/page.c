@@ -297,18 +297,29 @@ static void page_watch_sparse(heap_t *heap, page_t *page)
  * page (above 1 KiB: 64-512 KiB pages) wakes a running scavenger once per
  * heap until the visit, but starts none (purge_nudge): a new page is not
  * memory to give back yet, and a forked child that allocates a buffer
- * before its exec must not start a thread for it. A smaller class's page
- * (one 64 KiB slice) wakes nothing: a thread's first mallocs, all small as
- * a rule, make no system call for it. Either way the mark waits for the
- * next visit, which the pending flag asks for. */
+ * before its exec must not start a thread for it; a scavenger that starts
+ * later looks for SPARSE_FRESH_HOT first thing (purge.c, scavenger_main). A
+ * smaller class's page (one 64 KiB slice) wakes nothing: a thread's first
+ * mallocs, all small as a rule, make no system call for it; its
+ * SPARSE_FRESH asks for the next visit made for another reason. So a hot
+ * page's wake is skipped only where one was given since the last visit
+ * (SPARSE_FRESH_HOT, or SPARSE_MARKED, whose setter wakes the scavenger),
+ * not for a small page's mark: skipping it for any mark, as first written,
+ * left the hot pages of a thread whose first page was small to a sleeping
+ * scavenger (review of 3f86810; test_purge,
+ * new_pages_above_1k_wake_a_sleeping_scavenger). */
 static void page_watch_new(heap_t *heap, page_t *page)
 {
     segment_t *seg = page_segment(page);
     seg->sparse_watch |= (uint64_t)1 << (page - seg->pages);
-    if (atomic_load_explicit(&heap->sparse_pending, memory_order_relaxed))
-        return; /* a visit is asked for already */
-    atomic_fetch_or(&heap->sparse_pending, SPARSE_FRESH);
-    if (page->block_size >= PAGE_HOT_MIN)
+    int pending = atomic_load_explicit(&heap->sparse_pending, memory_order_relaxed);
+    if (page->block_size < PAGE_HOT_MIN) {
+        if (!pending) /* else a visit is asked for already */
+            atomic_fetch_or(&heap->sparse_pending, SPARSE_FRESH);
+        return;
+    }
+    const int woken = SPARSE_MARKED | SPARSE_FRESH_HOT;
+    if (!(pending & woken) && !(atomic_fetch_or(&heap->sparse_pending, SPARSE_FRESH_HOT) & woken))
         purge_nudge();
 }
 

@@ -58,7 +58,9 @@
  *   A source that recorded its work before the re-check is found by it; one
  *   after it exchanges a 0 and signals, and the signal cannot fall between the
  *   scavenger's check of purge_work and its wait, which wake_mutex makes one
- *   step.
+ *   step. A source that wakes only a thread that exists (purge_nudge: new
+ *   pages above 1 KiB) and found none is looked for by the thread when it
+ *   starts, before its first wait (scavenger_main).
  *
  * The thread is started lazily: it is wanted once the process has something
  * to purge and is not solo (below: no thread of its own, one segment, little
@@ -407,22 +409,25 @@ static bool purge_segments(bool force)
 /* Does any source of work hold resident memory a pass would give back? All
  * but the segment cache: the slices of cached segments are on the purge list
  * while dirty, so what the cache itself waits for is address space (unmaps).
- * `fresh_too`: new pages waiting for their first look at idle count too
- * (heap_t.sparse_pending, SPARSE_FRESH): work for a scavenger that exists,
- * not a reason to start one. */
-static bool purge_resident_pending(bool fresh_too)
+ * `sparse_bits`: which marks of live heaps count (heap_t.sparse_pending).
+ * New pages waiting for their first look at idle (SPARSE_FRESH,
+ * SPARSE_FRESH_HOT) are work for a scavenger that exists, not a reason to
+ * start one. */
+static bool purge_resident_pending(int sparse_bits)
 {
     lock_acquire(&purge_lock);
     bool listed = purge_first != NULL;
     lock_release(&purge_lock);
-    return listed || huge_cache_pending() || segment_abandoned_pending() || heap_scavenge_pending(fresh_too) ||
+    return listed || huge_cache_pending() || segment_abandoned_pending() ||
+           heap_scavenge_pending(sparse_bits) ||
            (debug_enabled && (debug_reuse_pending() || debug_quarantine_pending()));
 }
 
-/* Is any source of work non-empty? (The scavenger's re-check.) */
-static bool purge_pending(void)
+/* Is any source of work non-empty? (The scavenger's re-check, with
+ * SPARSE_ALL.) */
+static bool purge_pending(int sparse_bits)
 {
-    return purge_resident_pending(true) || segment_cache_pending();
+    return purge_resident_pending(sparse_bits) || segment_cache_pending();
 }
 
 /* One pass; the caller holds pass_lock. True if work remains for later. */
@@ -445,7 +450,7 @@ static bool purge_pass_locked(bool force)
         pending |= purge_segments(force);
     pending |= huge_cache_decay(now, force);
     pending |= segment_cache_decay(now, force);
-    pending |= heap_scavenge_pending(true);
+    pending |= heap_scavenge_pending(SPARSE_ALL);
     return pending;
 }
 
@@ -500,9 +505,12 @@ void purge_wake(void)
     }
 }
 
+/* Seq_cst load: the caller's record of its work (a seq_cst RMW) comes
+ * before it in the single total order, so a NONE read here means that a
+ * thread created later finds the record when it starts (scavenger_main). */
 void purge_nudge(void)
 {
-    int state = atomic_load_explicit(&thread_state, memory_order_relaxed);
+    int state = atomic_load(&thread_state);
     if (state == THREAD_RUNNING || state == THREAD_STARTING)
         purge_wake();
 }
@@ -557,6 +565,17 @@ static void *scavenger_main(void *arg)
 {
     (void)arg;
     atomic_store_explicit(&scavenger_tid, os_gettid(), memory_order_relaxed);
+    /* Work recorded while no thread existed that woke none: a new page of a
+     * class above 1 KiB nudges only a scavenger that exists (purge_nudge).
+     * A thread started with nothing else pending (by the program's first
+     * pthread_create, or a second segment) slept without looking at it, and
+     * the heap's later pages did not nudge again: a solo main's pages of
+     * 2-64 KiB blocks stayed resident for good once it had a thread and
+     * idled (review of 3f86810). A small class's new page waits, as in a
+     * running scavenger, for a visit made for another reason. */
+    if (purge_delay_ms() >= 0 && !atomic_load(&purge_work) &&
+        purge_pending(SPARSE_MARKED | SPARSE_FRESH_HOT))
+        atomic_store(&purge_work, 1);
     long interval = option_get(OPT_STATS_INTERVAL);
     uint64_t next_sample = interval > 0 ? os_now_ms() + (uint64_t)interval : UINT64_MAX;
     for (;;) {
@@ -578,7 +597,7 @@ static void *scavenger_main(void *arg)
             if (pending)
                 continue;
             atomic_store(&purge_work, 0);
-            if (!purge_pending())
+            if (!purge_pending(SPARSE_ALL))
                 break;
             atomic_store(&purge_work, 1);
         }
@@ -689,7 +708,7 @@ void purge_poll(bool may_start)
     pass_drop();
     if (!pending) {
         atomic_store(&purge_work, 0);
-        if (purge_pending())
+        if (purge_pending(SPARSE_ALL))
             atomic_store(&purge_work, 1);
     }
 }
@@ -762,13 +781,13 @@ void purge_fork_child_restart(void)
     int state = atomic_load(&thread_state);
     /* With EBB_PURGE_DELAY=-1 nothing is purged but by malloc_trim, and no
      * thread could ever be woken (purge_wake). */
-    bool resident = purge_delay_ms() >= 0 && purge_resident_pending(false);
+    bool resident = purge_delay_ms() >= 0 && purge_resident_pending(SPARSE_MARKED);
     /* The fork may have come between a pass's store of purge_work = 0 and
      * its re-check of the sources (the fork handler held a lock that the
      * re-check waits for): the child inherits the 0 with work pending. Set
      * it again for whatever runs the child's passes. */
     if (state == THREAD_DISABLED) {
-        if (purge_delay_ms() >= 0 && purge_pending()) /* -1: no pass but malloc_trim's */
+        if (purge_delay_ms() >= 0 && purge_pending(SPARSE_ALL)) /* -1: no pass but malloc_trim's */
             atomic_store(&purge_work, 1);
         return;
     }
@@ -777,7 +796,7 @@ void purge_fork_child_restart(void)
     if (purge_solo()) {
         /* Inherited from a solo parent: at most SOLO_PENDING_MAX waits, for
          * the child's own inline passes, as it did for the parent's. */
-        atomic_store(&purge_work, purge_delay_ms() >= 0 && purge_pending());
+        atomic_store(&purge_work, purge_delay_ms() >= 0 && purge_pending(SPARSE_ALL));
         return;
     }
     if (resident || option_get(OPT_STATS_INTERVAL) > 0) { /* the samples come from it */

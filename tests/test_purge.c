@@ -3527,11 +3527,15 @@ static const size_t never_full_sizes[] = {2048,  3072,  4096,  6144,  8192,  122
 static void *never_full_kept[NEVER_FULL_COUNT];
 static pthread_barrier_t never_full_barrier;
 
+/* How the worker runs (never_full_scenario's `how`, bits). */
+#define NEVER_FULL_STAY 1 /* it sleeps until main is done, else it exits */
+
 /* The worker: waits until main has its baseline, allocates and writes
  * NEVER_FULL_KEEP blocks of each size, frees all but the first of each,
  * tells main, then (if it stays) sleeps until main is done. */
-static void *never_full_worker(void *stay)
+static void *never_full_worker(void *arg)
 {
+    int how = (int)(uintptr_t)arg;
     pthread_barrier_wait(&never_full_barrier); /* main took its baseline */
     for (size_t s = 0; s < NEVER_FULL_COUNT; s++) {
         void *p[NEVER_FULL_KEEP];
@@ -3545,16 +3549,17 @@ static void *never_full_worker(void *stay)
         never_full_kept[s] = p[0];
     }
     pthread_barrier_wait(&never_full_barrier); /* the frees are done */
-    if (stay)
+    if (how & NEVER_FULL_STAY)
         pthread_barrier_wait(&never_full_barrier); /* main is done */
     return NULL;
 }
 
-static void never_full_scenario(bool stay, const char *what)
+static void never_full_scenario(int how, const char *what)
 {
+    bool stay = how & NEVER_FULL_STAY;
     REQUIRE(pthread_barrier_init(&never_full_barrier, NULL, 2) == 0, "pthread_barrier_init failed");
     pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, never_full_worker, stay ? (void *)1 : NULL) == 0,
+    REQUIRE(pthread_create(&t, NULL, never_full_worker, (void *)(uintptr_t)how) == 0,
             "pthread_create failed");
     long base = rss_settled();
     pthread_barrier_wait(&never_full_barrier);
@@ -3591,18 +3596,189 @@ static void never_full_scenario(bool stay, const char *what)
 
 static void child_never_full_pages_alive(void)
 {
-    never_full_scenario(true, "a sleeping thread's pages that never filled up");
+    never_full_scenario(NEVER_FULL_STAY, "a sleeping thread's pages that never filled up");
 }
 
 static void child_never_full_pages_exited(void)
 {
-    never_full_scenario(false, "an exited thread's pages that never filled up");
+    never_full_scenario(0, "an exited thread's pages that never filled up");
 }
 
 static void pages_that_never_filled_are_trimmed_at_idle(void)
 {
     expect_child_passes("child_never_full_pages_alive", idle_trim_env, 60);
     expect_child_passes("child_never_full_pages_exited", idle_trim_env, 60);
+}
+
+/* ---------------------------------------------------------------------------
+ * Review of 01410e5 and 3f86810: a new page of a class above 1 KiB wakes a
+ * running scavenger, once per heap until the visit; a smaller class's page
+ * only marks the heap. The wake was skipped whenever the heap was marked
+ * already, also by a small page's mark, which wakes nothing: a thread whose
+ * first block was small (the common case) never woke a sleeping scavenger
+ * for its larger pages, and they stayed resident while it slept (+2.2 MiB).
+ * And a page made while no scavenger existed (a solo main) woke nothing
+ * then, and the scavenger that a pthread_create started later slept without
+ * looking (+1.1 MiB for good).
+ * ------------------------------------------------------------------------- */
+/* Wait until the scavenger has run no pass for 3 purge delays (its pending
+ * work is done and it sleeps), 5 s at most. */
+static void scavenger_asleep(void)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    uint64_t last = st.purge_passes;
+    double t0 = check_now(), still = t0;
+    while (check_now() - still < 3.0 * (double)opt_purge_delay_ms() / 1000.0 + 0.1) {
+        REQUIRE(check_now() - t0 < 5.0, "the scavenger should go to sleep; its passes went on "
+                "for 5 s (%llu so far)", (unsigned long long)st.purge_passes);
+        sleep_ms(10);
+        REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+        if (st.purge_passes != last) {
+            last = st.purge_passes;
+            still = check_now();
+        }
+    }
+}
+
+/* Blocks of classes above 1 KiB, as many as fill all but one of a page of
+ * each (pages of 64 KiB to 512 KiB; 21 slices in all: one segment). */
+static const struct { size_t size; int count; } hot_sizes[] = {
+    {2048, 31}, {4096, 15}, {8192, 7}, {16384, 7}, {32768, 15}, {65536, 7}};
+#define HOT_KINDS (sizeof hot_sizes / sizeof hot_sizes[0])
+
+/* Allocate and write hot_sizes' blocks, free all but the first of each
+ * (kept[k]); *live: the bytes kept. */
+static void hot_pages_keep_one(void *kept[HOT_KINDS], long *live)
+{
+    *live = 0;
+    for (size_t k = 0; k < HOT_KINDS; k++) {
+        void *p[32];
+        for (int i = 0; i < hot_sizes[k].count; i++) {
+            p[i] = malloc(hot_sizes[k].size);
+            REQUIRE(p[i] != NULL, "malloc(%zu) failed", hot_sizes[k].size);
+            memset(p[i], (int)k + 1, hot_sizes[k].size);
+        }
+        for (int i = 1; i < hot_sizes[k].count; i++)
+            free(p[i]);
+        kept[k] = p[0];
+        *live += (long)hot_sizes[k].size;
+    }
+}
+
+/* RSS must come back to base + live + 256 KiB within the idle trim's
+ * deadline; then the kept blocks must read as written (and are freed). */
+static void hot_pages_expect_trim(long base, long held, long live, void *kept[HOT_KINDS],
+                                  const char *what)
+{
+    CHECK(held - base >= live + (long)(768 * KiB),
+          "%s: the scenario should leave at least 768 KiB of freed blocks resident beside the "
+          "%.2f MiB of live ones (else it tests nothing); RSS grew by %.2f MiB", what, mib(live),
+          mib(held - base));
+    long bound = live + (long)(256 * KiB);
+    rss_poll_t r = rss_poll_down_to(base + bound, sparse_deadline_s());
+    printf("    info: %s: +%.2f MiB, %s %.2f s +%.2f MiB (live %.2f MiB)\n", what,
+           mib(held - base), r.reached ? "back after" : "NOT back after", r.waited_s,
+           mib(r.last - base), mib(live));
+    CHECK(r.reached, "%s: the freed blocks should be given back within %.2f s of idling; RSS "
+          "stayed at +%.2f MiB (live %.2f MiB, bound +%.2f MiB)", what, sparse_deadline_s(),
+          mib(r.last - base), mib(live), mib(bound));
+    for (size_t k = 0; k < HOT_KINDS; k++) {
+        const unsigned char *b = kept[k];
+        size_t bad = 0;
+        for (size_t i = 0; i < hot_sizes[k].size; i++)
+            bad += b[i] != (unsigned char)(k + 1);
+        CHECK(bad == 0, "%s: the live %zu B block should read as written after the trim; %zu "
+              "bytes did not", what, hot_sizes[k].size, bad);
+        free(kept[k]);
+    }
+}
+
+static void *warm_up_thread(void *arg)
+{
+    (void)arg;
+    free(malloc(64));
+    return NULL;
+}
+
+typedef struct small_first_s {
+    pthread_barrier_t barrier;
+    void *kept[HOT_KINDS];
+    long live;
+} small_first_t;
+
+static void *small_first_worker(void *arg)
+{
+    small_first_t *w = arg;
+    pthread_barrier_wait(&w->barrier); /* main took its baseline */
+    void *small = malloc(64);          /* the heap's first page: a small class's */
+    if (small != NULL)
+        memset(small, 1, 64);
+    hot_pages_keep_one(w->kept, &w->live);
+    pthread_barrier_wait(&w->barrier); /* the frees are done */
+    pthread_barrier_wait(&w->barrier); /* main is done */
+    free(small);
+    return NULL;
+}
+
+static void child_new_pages_after_a_small_one_wake_the_scavenger(void)
+{
+    scavenger_start();
+    /* A thread that leaves its segment cached, where the worker's heap will
+     * find it: no new mapping (whose spare wakes the scavenger) hides the
+     * case. */
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, warm_up_thread, NULL) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    scavenger_asleep();
+    small_first_t w;
+    REQUIRE(pthread_barrier_init(&w.barrier, NULL, 2) == 0, "pthread_barrier_init failed");
+    REQUIRE(pthread_create(&t, NULL, small_first_worker, &w) == 0, "pthread_create failed");
+    long base = rss_settled();
+    pthread_barrier_wait(&w.barrier);
+    pthread_barrier_wait(&w.barrier);
+    hot_pages_expect_trim(base, rss_now(), w.live, w.kept,
+                          "a sleeping thread's pages above 1 KiB, its first page small");
+    pthread_barrier_wait(&w.barrier);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&w.barrier);
+}
+
+static void *sleeper_thread(void *arg)
+{
+    pthread_barrier_wait(arg); /* main is done */
+    return NULL;
+}
+
+static void child_new_pages_of_a_solo_main_are_trimmed_once_it_has_a_thread(void)
+{
+    long base = rss_settled();
+    void *kept[HOT_KINDS];
+    long live;
+    hot_pages_keep_one(kept, &live);
+    /* The program's first thread: its pthread_create starts the scavenger,
+     * with nothing asking for a pass. */
+    pthread_barrier_t done;
+    REQUIRE(pthread_barrier_init(&done, NULL, 2) == 0, "pthread_barrier_init failed");
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, sleeper_thread, &done) == 0, "pthread_create failed");
+    hot_pages_expect_trim(base, rss_now(), live, kept,
+                          "a solo main's pages above 1 KiB, then a thread");
+    pthread_barrier_wait(&done);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&done);
+}
+
+/* A purge delay of 20 ms and the default unmap delay: the scavenger goes to
+ * sleep once the segments it cached are unmapped. */
+static const char *const idle_trim_asleep_env[] = {"EBB_PURGE_DELAY=20", NULL};
+
+static void new_pages_above_1k_wake_a_sleeping_scavenger(void)
+{
+    expect_child_passes("child_new_pages_after_a_small_one_wake_the_scavenger",
+                        idle_trim_asleep_env, 60);
+    expect_child_passes("child_new_pages_of_a_solo_main_are_trimmed_once_it_has_a_thread",
+                        idle_trim_asleep_env, 60);
 }
 
 /* Before, a trimmed page kept its dropped blocks out of use until it
@@ -6239,6 +6415,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_three_trims_between_markers),
     CHILD_CASE(child_never_full_pages_alive),
     CHILD_CASE(child_never_full_pages_exited),
+    CHILD_CASE(child_new_pages_after_a_small_one_wake_the_scavenger),
+    CHILD_CASE(child_new_pages_of_a_solo_main_are_trimmed_once_it_has_a_thread),
 #endif
 #if defined(PURGE_HOOKS)
     CHILD_CASE(child_frees_racing_purge_passes_are_purged_not_unmapped),
@@ -6363,6 +6541,7 @@ int main(int argc, char **argv)
     RUN_CASE(debug_mode_trim_frees_pages_under_live_blocks);
     RUN_CASE(idle_process_gives_back_pages_under_live_blocks);
     RUN_CASE(pages_that_never_filled_are_trimmed_at_idle);
+    RUN_CASE(new_pages_above_1k_wake_a_sleeping_scavenger);
     RUN_CASE(trimmed_pages_serve_malloc_again);
     RUN_CASE(adopted_pages_are_trimmed_at_idle);
     RUN_CASE(blocks_freed_after_an_idle_trim_are_trimmed_too);
