@@ -410,8 +410,8 @@ void ebb_collect(bool force)
         }
         lock_release(&heap->lock);
     }
-    /* The passes' visits skip this heap (heap_scavenge): it was done above,
-     * by its owner, with no need to quiesce it. */
+    /* The passes' visits do not quiesce this heap (heap_scavenge,
+     * heap_visit_own): it was done above, by its owner. */
     if (force)
         purge_run(true);
 }
@@ -588,17 +588,46 @@ static uint64_t sparse_idle_ms(uint64_t idle_ms)
     return scaled < cap ? scaled : cap;
 }
 
+/* A forced pass's visit to its caller's heap. The pass runs in ebb_collect,
+ * which has just collected, trimmed and released that heap as its owner:
+ * quiescing it again would cost a membarrier (which interrupts every thread)
+ * and a read of its busy byte for nothing. Its flags are consumed all the
+ * same: skipped, they stayed set after the trim had done what they asked
+ * for, and the scavenger polled the heap every purge delay until its owner
+ * had idled for the trim's wait, then quiesced it for nothing (about 20
+ * passes and a membarrier after each malloc_trim: review of ebde081;
+ * test_purge, a_trim_leaves_the_scavenger_nothing_for_its_callers_heap).
+ * Only the owner sets retained_pending and sparse_pending (a pass beside
+ * ebb_collect's collection may have put back what it took before): they ask
+ * for nothing more. Remote frees may have come since the collection: those
+ * are collected here, as the owner, which is this thread and runs none of
+ * the heap's lock-free paths. Under heap_pool_lock, like every visit. */
+static void heap_visit_own(heap_t *h)
+{
+    atomic_store(&h->retained_pending, 0);
+    atomic_store(&h->sparse_pending, 0); /* before the collection, which may mark pages */
+    h->scav_remote_ms = 0;
+    if (!atomic_exchange(&h->remote_pending, 0) && !collect_request_pending(h))
+        return;
+    lock_acquire(&h->lock);
+    atomic_store(&h->collect_asked, 0);
+    heap_collect_pages(h, true);
+    segment_release_empty(h);
+    lock_release(&h->lock);
+}
+
 void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
 {
     heap_quiesce_init(); /* quiesce_ready decides what a busy heap keeps pending */
-    /* A forced pass runs in ebb_collect, which has just collected, trimmed
-     * and released the caller's own heap as its owner: quiescing it again
-     * would cost a membarrier and a read of its busy byte for nothing. */
     const heap_t *own = force ? heap_of_caller() : NULL;
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h; h = h->all_next) {
-        if (!h->in_use || h == own)
+        if (!h->in_use)
             continue;
+        if (h == own) {
+            heap_visit_own(h);
+            continue;
+        }
         int remote = atomic_exchange(&h->remote_pending, 0) || collect_request_pending(h);
         int retained = atomic_exchange(&h->retained_pending, 0);
         int sparse = atomic_exchange(&h->sparse_pending, 0);

@@ -4186,6 +4186,57 @@ static void a_forced_trim_pauses_no_thread_for_its_callers_own_heap(void)
 }
 
 /* ---------------------------------------------------------------------------
+ * Review of ebde081: the forced passes skipped the caller's heap altogether,
+ * so the flags that asked the scavenger to visit it (blocks freed into full
+ * pages, kept pages, new pages) stayed set after the trim had done what
+ * they asked for. The scavenger then polled the heap every purge delay until
+ * its owner had idled for the trim's wait, and quiesced it for nothing: the
+ * membarrier the trim had saved, paid later, and about 20 passes. A thread
+ * that keeps the scavenger alive and allocates nothing (no heap) keeps the
+ * process threaded; main builds 8 MiB of 1,000 B blocks, frees all but every
+ * 50th, trims, idles: no pass may have anything left to do.
+ * ------------------------------------------------------------------------- */
+static void *idle_no_heap_thread(void *arg)
+{
+    pthread_barrier_wait(arg); /* main is done */
+    return NULL;
+}
+
+static void child_a_trim_leaves_the_scavenger_nothing_for_its_callers_heap(void)
+{
+    scavenger_start();
+    pthread_barrier_t done;
+    REQUIRE(pthread_barrier_init(&done, NULL, 2) == 0, "pthread_barrier_init failed");
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, idle_no_heap_thread, &done) == 0, "pthread_create failed");
+    frag_size = 1000;
+    frag_count = (size_t)(8 * MiB) / frag_size;
+    memset(frag_blocks, 0, sizeof frag_blocks);
+    frag_build(0, frag_count);
+    malloc_trim(0);
+    struct ebb_stats a = {.version = EBB_STATS_VERSION}, b = a;
+    REQUIRE(ebb_stats_get(&a) == 0, "ebb_stats_get failed");
+    sleep_ms(sparse_idle_ms() + 20 * opt_purge_delay_ms());
+    REQUIRE(ebb_stats_get(&b) == 0, "ebb_stats_get failed");
+    unsigned long long passes = (unsigned long long)(b.purge_passes - a.purge_passes);
+    printf("    info: %llu passes in the %.2f s after malloc_trim(0) while its caller idled\n",
+           passes, (double)(sparse_idle_ms() + 20 * opt_purge_delay_ms()) / 1000.0);
+    CHECK(passes <= 2, "after malloc_trim(0) the scavenger should have nothing left to do for "
+          "the caller's heap (at most the pass under way and one more); it ran %llu passes "
+          "while the caller idled", passes);
+    pthread_barrier_wait(&done);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&done);
+    frag_free_all(0, frag_count, 0, 0);
+}
+
+static void a_trim_leaves_the_scavenger_nothing_for_its_callers_heap(void)
+{
+    expect_child_passes("child_a_trim_leaves_the_scavenger_nothing_for_its_callers_heap",
+                        idle_trim_asleep_env, 60);
+}
+
+/* ---------------------------------------------------------------------------
  * 1h. The floor (docs/memory-return.md, "The floor"): what ebb itself keeps
  * resident in a process that barely allocates. Every page of libebb's own
  * writable data (its relocated data, .data, .bss and the sparse cold arrays
@@ -6413,6 +6464,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_remote_frees_after_an_idle_trim_are_trimmed_too),
     CHILD_CASE(child_a_quiescent_trim_gives_back_nothing_twice),
     CHILD_CASE(child_three_trims_between_markers),
+    CHILD_CASE(child_a_trim_leaves_the_scavenger_nothing_for_its_callers_heap),
     CHILD_CASE(child_never_full_pages_alive),
     CHILD_CASE(child_never_full_pages_exited),
     CHILD_CASE(child_new_pages_after_a_small_one_wake_the_scavenger),
@@ -6549,6 +6601,7 @@ int main(int argc, char **argv)
     RUN_CASE(a_second_malloc_trim_with_nothing_freed_returns_0_and_calls_no_madvise);
     RUN_CASE(debug_mode_a_second_malloc_trim_with_nothing_freed_returns_0);
     RUN_CASE(a_forced_trim_pauses_no_thread_for_its_callers_own_heap);
+    RUN_CASE(a_trim_leaves_the_scavenger_nothing_for_its_callers_heap);
     RUN_CASE(a_fresh_process_writes_few_of_ebbs_static_pages);
     RUN_CASE(the_standby_segment_keeps_no_page_resident);
 #endif
