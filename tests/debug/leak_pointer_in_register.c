@@ -76,16 +76,17 @@ __attribute__((noinline, noreturn)) static void spin_holding(void)
                      "mov w9, #1\n\t"
                      "str w9, [%1]\n"
                      "1:\n\t"
-                     "sub x10, sp, #8192\n"
+                     "mov x11, sp\n\t" /* cmp takes no sp as its second operand */
+                     "sub x10, x11, #8192\n"
                      "2:\n\t"
                      "str xzr, [x10], #8\n\t"
-                     "cmp x10, sp\n\t"
+                     "cmp x10, x11\n\t"
                      "b.lo 2b\n\t"
                      "yield\n\t"
                      "b 1b"
                      :
                      : "r"(held), "r"(&holding)
-                     : "x9", "x10", "x19", "x20", "cc", "memory");
+                     : "x9", "x10", "x11", "x19", "x20", "cc", "memory");
 #endif
     __builtin_unreachable();
 }
