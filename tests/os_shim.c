@@ -12,12 +12,17 @@
  *                  entries asked for (the kernel reads whole entries only:
  *                  a count or offset not a multiple of 8 is EINVAL)
  *   pagemap_fail   every read of /proc/self/pagemap fails with EIO
+ *   tgkill_top_two tgkill with either of the two highest real-time signals
+ *                  fails with EINVAL, as under qemu-user 7.2 (it has no host
+ *                  signal to send the guest's SIGRTMAX-1 and SIGRTMAX as;
+ *                  their sigaction succeeds)
  * It replaces syscall(2) and pread(2) (ebb calls both through the C
  * library; the C library's own calls do not go through them). Its own calls
  * are made with the syscall instruction: no call to the C library's
  * syscall, which it replaces, nor to dlsym, which may allocate from ebb,
  * which calls syscall. x86-64 and aarch64 only. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -104,6 +109,8 @@ long syscall(long nr, ...)
             return result(-EIO);
         c = c < 80 ? c : 80;
     }
+    if (nr == SYS_tgkill && asked("tgkill_top_two") && c >= SIGRTMAX - 1)
+        return result(-EINVAL);
     return result(raw_syscall(nr, a, b, c, d, e, f));
 }
 

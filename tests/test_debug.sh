@@ -1119,6 +1119,19 @@ reached_twice() {
     [ "$n" -eq 2 ] || { fail "the two blocks allocated from $1 should be still reachable (found $n)"; show "$TMP/dg.err"; }
 }
 
+# A system that cannot send the two highest real-time signals, though their
+# sigaction succeeds, as qemu-user 7.2 (tests/os_shim.c, tgkill_top_two):
+# the pass takes the next signal down, and the holder's two blocks are
+# reached through its registers. Before, its tgkill's EINVAL read as the
+# holder gone: the two blocks were counted lost, and the report did not say
+# it had left the holder's registers unread (600 bytes in 3 blocks, no
+# INCOMPLETE line).
+begin_case leak_report_reads_registers_when_the_highest_signals_cannot_be_sent
+degraded env EBB_DEBUG_LEAKS=all OS_SHIM=tgkill_top_two LD_PRELOAD="$BUILD/tests/libos_shim.so" \
+    "$D/leak_pointer_in_register" -- "300 bytes lost in 1 block"
+reached_twice allocate_reached_via_register
+end_case
+
 # The ways the report finds the used pages of big memory, each refused in
 # turn (tests/sandbox_refuse.c): PAGEMAP_SCAN as on a kernel before 6.7
 # (/proc/self/pagemap is read instead; leak_big_roots then maps 16 and 4 GiB,
