@@ -1587,8 +1587,9 @@ void trace_add_entry_point(const void *fn);
  * Served from the capture cache when the same call chain was seen before. */
 uint32_t trace_capture_id(int max, uintptr_t mark);
 /* Tests: the trace from `mark` by the fast walk (into fast[], its length
- * returned; -1 if it gave up) and by libgcc's unwinder (into slow[],
- * *n_slow), each at most min(max, TRACE_DEPTH_MAX) frames. */
+ * returned; -1 if it gave up, or where there is none: not x86-64) and by
+ * libgcc's unwinder (into slow[], *n_slow), each at most min(max,
+ * TRACE_DEPTH_MAX) frames. */
 int trace_crosscheck(uintptr_t mark, int max, uintptr_t *fast, uintptr_t *slow, int *n_slow);
 void trace_cache_init(void);
 /* Called once the process's constructors run, and from ebb's destructor:

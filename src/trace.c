@@ -1180,13 +1180,16 @@ uint32_t trace_capture_id(int max, uintptr_t mark)
 
 int trace_crosscheck(uintptr_t mark, int max, uintptr_t *fast, uintptr_t *slow, int *n_slow)
 {
-    if (rules == NULL || mark == 0)
+    *n_slow = 0;
+    if (mark == 0)
         return -1;
     if (max > TRACE_DEPTH_MAX)
         max = TRACE_DEPTH_MAX;
     capture_t s = {.pcs = slow, .mark = mark, .max = max};
     _Unwind_Backtrace(capture_step, &s);
     *n_slow = s.restart ? 0 : s.n;
+    if (rules == NULL) /* no fast unwinder here (x86-64 only): libgcc's trace alone */
+        return -1;
     capture_t f = {.pcs = fast, .mark = mark, .max = max};
     if (!forget_unloaded_code() || !fast_walk(&f))
         return -1;

@@ -14,7 +14,8 @@
  * keep the rules worked out for the first.
  *
  * Linked with build/libebb.a (trace_crosscheck is internal); run with
- * EBB_DEBUG=1, which sets the unwinder up.
+ * EBB_DEBUG=1, which sets the unwinder up. Elsewhere than on x86-64 there is
+ * no fast unwinder: the chains then check libgcc's traces alone, and say so.
  */
 #include "check.h"
 
@@ -50,6 +51,20 @@ __attribute__((noinline, optimize("no-omit-frame-pointer"))) static void probe(b
 
 static void expect_same(const both_t *b, const char *chain)
 {
+#if !defined(__x86_64__)
+    /* No fast unwinder here (src/trace.c builds its rule table on x86-64
+     * only): libgcc takes every trace, and there is nothing to compare. */
+    static const char *said_for;
+    if (said_for != check_case_name) {
+        said_for = check_case_name;
+        SKIP_CHECK("no fast unwinder on this architecture (x86-64 only): libgcc's traces are "
+                   "checked, not compared with it");
+    }
+    CHECK(b->fast_n == -1, "%s: there is no fast walk here, yet it returned %d frames", chain,
+          b->fast_n);
+    CHECK(b->slow_n >= 3, "%s: libgcc found only %d frames", chain, b->slow_n);
+    return;
+#endif
     REQUIRE(b->fast_n >= 0, "%s: the fast walk gave up; it should follow this chain", chain);
     CHECK(b->slow_n >= 3, "%s: libgcc found only %d frames", chain, b->slow_n);
     CHECK(b->fast_n == b->slow_n, "%s: the fast walk found %d frames, libgcc %d", chain, b->fast_n,
