@@ -11,7 +11,10 @@
  * A case is named for the behaviour it checks. CHECK is thread-safe (worker
  * threads may use it). At most CHECK_MAX_REPORTS failures are printed per case
  * so a loop over 4096 sizes cannot flood the log; the count is still exact.
- * Set CHECK_ONLY=name to run the cases whose name contains `name`.
+ * Set CHECK_ONLY=name to run the cases whose name contains `name`, and
+ * CHECK_SKIP to leave cases out, one a line, "name: why" (exact names;
+ * tests/test_qemu_aarch64.sh names what an emulator cannot run): each is
+ * reported as a SKIPPED CHECK with its reason, never as passed.
  *
  * Also here: helpers the tests share (anonymous RSS, monotonic time, a barrier
  * that keeps a result alive, byte patterns).
@@ -94,11 +97,42 @@ static inline double check_now(void)
 
 typedef void (*check_case_fn)(void);
 
+/* The reason CHECK_SKIP gives for case `name` (up to the end of its line),
+ * its length in *len; NULL if it names no such case. */
+static inline const char *check_skip_reason(const char *name, int *len)
+{
+    const char *list = getenv("CHECK_SKIP");
+    size_t n = strlen(name);
+    for (const char *line = list; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        if (end == NULL)
+            end = line + strlen(line);
+        while (*line == ' ')
+            line++;
+        if ((size_t)(end - line) > n && strncmp(line, name, n) == 0 && line[n] == ':') {
+            const char *why = line + n + 1;
+            while (*why == ' ')
+                why++;
+            *len = (int)(end - why);
+            return why;
+        }
+        line = *end ? end + 1 : end;
+    }
+    return NULL;
+}
+
 static inline void check_run_case(const char *name, check_case_fn fn)
 {
     const char *only = getenv("CHECK_ONLY");
     if (only && *only && !strstr(name, only))
         return;
+    int why_len = 0;
+    const char *why = check_skip_reason(name, &why_len);
+    if (why != NULL) {
+        printf("[ SKIP ] %s\n    SKIPPED CHECK [%s]: not run here: %.*s\n", name, name, why_len, why);
+        fflush(stdout);
+        return;
+    }
     check_case_name = name;
     atomic_store(&check_case_failures, 0);
     printf("[ RUN  ] %s\n", name);

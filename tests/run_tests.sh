@@ -126,6 +126,9 @@ run_test deepbind_preloaded 60 LD_PRELOAD="$LIB" -- "$T/test_deepbind"
 run_test deepbind_debug 60 LD_PRELOAD="$LIB" EBB_DEBUG=1 EBB_DEBUG_LEAKS=off -- "$T/test_deepbind"
 run_test prefixed_beside_glibc 60 -- "$T/test_prefixed"
 run_test cross_build_aarch64 300 -- bash tests/test_cross_build.sh
+# The aarch64 build run under qemu-user (after the entry above, whose library
+# it reuses); tests/test_qemu_aarch64.sh says what the emulator cannot run.
+run_test qemu_aarch64 600 -- bash tests/test_qemu_aarch64.sh
 run_test api_preloaded 300 LD_PRELOAD="$LIB" -- "$T/test_api"
 # The whole API in debug mode: alignment, errno, overflow, every entry point
 # (two release-layout cases skip, saying why).

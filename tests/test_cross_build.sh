@@ -13,8 +13,11 @@
 #   os_test_builds_for_aarch64      tests/test_os.c (its aarch64 register
 #                                   holders) compiles and links against that
 #                                   archive
-# Nothing is run: the machine cannot (qemu-user does not deliver the
-# signals the register pass sends as a kernel does).
+# Nothing is run here: tests/test_qemu_aarch64.sh runs the aarch64 build
+# under qemu-user. (This header once said qemu-user could not deliver the
+# register pass's signal: it delivers real-time signals, all but the two
+# highest, which it cannot send at all (tgkill: EINVAL); the pass now takes
+# the next one down, src/os.c.)
 #
 # Needs gcc-aarch64-linux-gnu and libc6-dev-arm64-cross (.ci/run installs
 # them); without the compiler the test is skipped (exit 77), not passed.
