@@ -262,7 +262,10 @@ void __tsan_acquire(void *addr);
  *      instead of a new page: taken back and purged once the thread has taken
  *      no slow path for a purge delay (heap.c, quiescing). None is kept while
  *      no scavenger exists to take it back (purge_keeps_empty_pages: a forked
- *      child that only frees, then idles, starts none).
+ *      child that only frees, then idles, starts none). A page that empties
+ *      while the class's other pages have room for a page's worth of
+ *      blocks goes to 1 instead, unless it is the kept one already (page.c,
+ *      page_free_local_slow).
  *   3. Blocks other threads freed into a thread's pages: collected by the
  *      owner, or by the scavenger once the owner is idle (as 2) or gone
  *      (abandoned segments); their pages then follow 1. An owner that keeps

@@ -675,6 +675,26 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
     return block;
 }
 
+/* Owner: whether the other pages of `page`'s class queue have room for a
+ * page's worth of blocks (free, not carved yet, or dropped by a trim),
+ * looking at the first QUEUE_ROOM_SCAN pages only, so that a class with many
+ * pages does not make every emptied page a long walk. */
+#define QUEUE_ROOM_SCAN 8
+static bool queue_room_for_a_page(const heap_t *heap, const page_t *page)
+{
+    size_t room = 0;
+    int seen = 0;
+    for (const page_t *p = heap->queues[page->class_idx].first; p != NULL && seen < QUEUE_ROOM_SCAN;
+         p = p->next, seen++) {
+        if (p == page)
+            continue;
+        room += (size_t)p->reserved - p->used;
+        if (room >= page->reserved)
+            return true;
+    }
+    return false;
+}
+
 /* Called from the free fast path inside its busy window (heap.c explains
  * why the window must cover this too) when the free emptied the page, and
  * from page_free_local_flagged; ends the window.
@@ -684,7 +704,24 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
  * reuses warm memory instead of freeing and re-carving a page each swing. At
  * most one empty page per class is kept this way (heap->retained), another
  * class that needs a page may take it (page_take_retained), and the
- * scavenger takes it back once this thread stays idle for a purge delay. */
+ * scavenger takes it back once this thread stays idle for a purge delay.
+ *
+ * A page that empties while the class's other pages still have room for a
+ * page's worth of blocks is not kept (unless it is the kept page already):
+ * it goes back to its segment, whose slices any class reuses and the purge
+ * gives back. Kept, it went to the front and malloc filled it again, so a
+ * class whose live blocks had outgrown one page for a while (a wave of
+ * strings growing by realloc through it) kept every page it had then, each
+ * partly used, while the blocks to fill one were spread over all of them.
+ * bench_realloc str (256 strings, 5,000,000 appends): peak 19.2 -> 17.4 MiB
+ * with EBB_PURGE_DELAY=-1 (the default delay's peak on a quiet machine: it
+ * comes before the first purge), 14.4 -> 12.6 MiB with EBB_PURGE_DELAY=0;
+ * no change in instructions (bench/callgrind.sh; bench_core pair 2560, 4096,
+ * 16384, rand 1024 65536), docs/benchmarks.md. The kept page itself is left
+ * out of the test: a FIFO ring of blocks above 1 KiB empties it once a
+ * round (the straggler block of the page the ring's first malloc carved),
+ * and the walk would cost that ring 1-2 instructions a pair; freeing it
+ * too raised the peak above (17.7 MiB). */
 void page_free_local_slow(heap_t *heap, page_t *page)
 {
     if (ebb_unlikely(heap == &heap_empty)) {
@@ -700,8 +737,10 @@ void page_free_local_slow(heap_t *heap, page_t *page)
         unsigned cls = page->class_idx;
         page_t *kept = heap->retained[cls];
         /* The page kept already stays kept; another is kept only where a
-         * scavenger will take it back (purge.c; asked last: a call). */
-        if (kept == page || ((kept == NULL || kept->used != 0) && purge_keeps_empty_pages())) {
+         * scavenger will take it back (purge.c; a call) and the class's
+         * other pages lack room for its blocks (above; a walk: asked last). */
+        if (kept == page || ((kept == NULL || kept->used != 0) && purge_keeps_empty_pages() &&
+                             !queue_room_for_a_page(heap, page))) {
             retained_set(heap, cls, page);
             /* Not for PAGE_HOT, which a page of a hot class holds in its
              * queue. */
