@@ -1084,7 +1084,7 @@ bool os_file_version(const char *path, uint64_t out[4]);
 const void *os_map_file(const char *path, size_t *size);
 void os_unmap_file(const void *p, size_t size);
 /* Run the program at `path` (absolute) with argv (NULL-terminated) and an
- * empty environment, its standard error sent to /dev/null, and wait for it
+ * empty environment, its standard input and error on /dev/null, and wait for it
  * to end: what it wrote to its standard output, the first cap - 1 bytes
  * (cap >= 1), in buf, NUL-terminated; returns the count. 0 (buf empty) if
  * the program is not executable or could not be started. No allocation:

@@ -771,9 +771,13 @@ size_t os_run_output(const char *path, char *const argv[], char *buf, size_t cap
     pid_t pid = vfork();
     if (pid == 0) {
         dup2(fds[1], 1);
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0)
+        /* stdin too: a program that reads it (c++filt given no name) would
+         * take the program's input, or wait on its terminal */
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
             dup2(devnull, 2);
+        }
         execve(path, argv, no_env);
         _exit(127);
     }
