@@ -77,6 +77,9 @@ const option_desc_t option_table[OPT_COUNT] = {
     [OPT_DEBUG_LOG] = {"EBB_DEBUG_LOG", 0, 0, 0, NULL, true,
                        "append fault and leak reports to this file instead of stderr "
                        "(%p: the process id), opened for each report"},
+    [OPT_DEBUG_DEMANGLE] = {"EBB_DEBUG_DEMANGLE", 1, 0, 1, NULL, false,
+                            "1: C++ names in stack traces are demangled (by binutils' c++filt, "
+                            "where it can run); 0: shown as the symbol table has them", OPTION_SWITCH},
 };
 
 /* ASCII, case-insensitive: no locale is consulted while the process starts. */

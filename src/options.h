@@ -30,6 +30,7 @@ typedef enum {
     OPT_DEBUG_LEAK_EXITCODE, /* exit status of a leaking process (0: unchanged) */
     OPT_DEBUG_LEAK_REGISTERS, /* 1: the leak report asks other threads for their registers */
     OPT_DEBUG_LOG,         /* text: where fault and leak reports go (stderr if unset) */
+    OPT_DEBUG_DEMANGLE,    /* 1: C++ names in traces demangled (by c++filt) */
     OPT_COUNT
 } option_id_t;
 

@@ -45,8 +45,9 @@
  * dl_iterate_phdr; the function from the module's ELF symbol table (.symtab,
  * which has the non-exported functions too, else .dynsym), read by mapping the
  * file; file:line from `addr2line` (binutils) run once per module per report,
- * when it is installed and the module has debug info. Costs: nothing at
- * capture time; a few milliseconds per report.
+ * when it is installed and the module has debug info; C++ names demangled by
+ * one `c++filt` (binutils) run for all the new ones of a report. Costs:
+ * nothing at capture time; a few milliseconds per report.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -1426,6 +1427,13 @@ void trace_registry_counts(size_t *stored, size_t *raw, size_t *traces)
 /* ---------------------------------------------------------------------------
  * Symbolization
  * ------------------------------------------------------------------------- */
+/* The longest function name kept whole, with its NUL. C++ names are long:
+ * JDK 17's libjvm has mangled names of up to 350 bytes (2% above 127, the
+ * limit here until 2026-12-06) and demangled ones of up to 857; node's
+ * demangled names are longer than 1,023 bytes in 0.5% of its symbols. A
+ * longer one is cut short, and printed with "..." after it. */
+#define SYM_NAME_MAX 1024
+
 typedef struct module_s {
     uintptr_t pc;
     uintptr_t bias;
@@ -1550,8 +1558,11 @@ static void module_find(module_t *m)
 #endif
 }
 
-/* The function containing file address `vaddr` in the ELF file `path`. */
-static bool elf_function(const char *path, uintptr_t vaddr, char *name, size_t cap, uintptr_t *offset)
+/* The function containing file address `vaddr` in the ELF file `path`: its
+ * name in name (cap bytes; *cut when it did not fit and was cut short), the
+ * address's offset into it in *offset. */
+static bool elf_function(const char *path, uintptr_t vaddr, char *name, size_t cap, uintptr_t *offset,
+                         bool *cut)
 {
     size_t size;
     const uint8_t *f = os_map_file(path, &size);
@@ -1581,6 +1592,7 @@ static bool elf_function(const char *path, uintptr_t vaddr, char *name, size_t c
                     continue;
                 const char *n = (const char *)(f + strs->sh_offset + s->st_name);
                 size_t len = strnlen(n, strs->sh_size - s->st_name);
+                *cut = len >= cap;
                 if (len >= cap)
                     len = cap - 1;
                 memcpy(name, n, len);
@@ -1605,24 +1617,28 @@ static bool elf_function(const char *path, uintptr_t vaddr, char *name, size_t c
 
 /* Copy addr2line's answer s into out (cap bytes), or leave out empty when
  * the answer is "unknown": "??", "??:0", "??:?", or a location with no file
- * name (":?"). */
-static void answer_copy(char *out, size_t cap, const char *s)
+ * name (":?"). True if it did not fit and was cut short. */
+static bool answer_copy(char *out, size_t cap, const char *s)
 {
     out[0] = '\0';
     if (s[0] == '\0' || s[0] == ':' || strncmp(s, "??", 2) == 0)
-        return;
+        return false;
     size_t len = strlen(s);
-    if (len >= cap)
+    bool cut = len >= cap;
+    if (cut)
         len = cap - 1;
     memcpy(out, s, len);
     out[len] = '\0';
+    return cut;
 }
 
 static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char lines[][160],
-                       char funcs[][128])
+                       char funcs[][SYM_NAME_MAX], bool funcs_cut[])
 {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         lines[i][0] = funcs[i][0] = '\0';
+        funcs_cut[i] = false;
+    }
     if (n == 0)
         return;
     char args[64][24];
@@ -1637,22 +1653,23 @@ static void file_lines(const char *path, const uintptr_t *vaddrs, int n, char li
         argv[a++] = args[i];
     }
     argv[a] = NULL;
-    static char buf[64 * 512] ebb_cold_bss; /* reports are serialized (trace_print) */
+    /* Reports are serialized (trace_print). Room for a long C++ name an
+     * address; one cut short by the buffer's end is taken as unknown. */
+    static char buf[64 * (SYM_NAME_MAX + 256)] ebb_cold_bss;
     os_run_output(ADDR2LINE, argv, buf, sizeof buf);
     /* Two lines an address: the function, then "file:line". */
     int line = 0;
     char *s = buf;
     while (line < 2 * n && *s) {
         char *end = strchr(s, '\n');
-        if (end)
-            *end = '\0';
+        if (!end)
+            break; /* cut short by the buffer */
+        *end = '\0';
         if (line % 2 == 0)
-            answer_copy(funcs[line / 2], sizeof funcs[0], s);
+            funcs_cut[line / 2] = answer_copy(funcs[line / 2], sizeof funcs[0], s);
         else
             answer_copy(lines[line / 2], sizeof lines[0], s);
         line++;
-        if (!end)
-            break;
         s = end + 1;
     }
 }
@@ -1681,7 +1698,8 @@ typedef struct sym_s {
     uintptr_t offset;     /* into the function */
     bool named;           /* name is valid */
     bool offset_known;    /* offset is valid (the name came from a symbol table) */
-    char name[128];       /* the function */
+    bool cut;             /* name is the start of a longer one */
+    char name[SYM_NAME_MAX]; /* the function (demangled, names_demangle) */
     char line[160];       /* "file:line", or empty */
 } sym_t;
 static sym_t sym_cache[SYM_SLOTS] ebb_cold_bss;
@@ -1751,15 +1769,91 @@ static sym_t *sym_take_slot(void)
     return e;
 }
 
-/* Symbolize the frames of `pcs` (return addresses) not in the cache yet, one
- * addr2line run per module for each 64 of them. */
+/* C++ names as the program's authors write them: `os::malloc(unsigned long,
+ * MEMFLAGS, NativeCallStack const&)`, not the symbol table's
+ * `_ZN2os6mallocEm8MEMFLAGSRK15NativeCallStack`. The Itanium ABI's
+ * demangling (substitutions, templates, abbreviations) is binutils' own, in
+ * `c++filt`: one run for the mangled names of the `count` entries just
+ * filled (fresh), all given as arguments (no allocation: os_run_output),
+ * instead of a demangler inside the allocator that could print a wrong name.
+ * c++filt prints one line an argument, the name itself when it cannot
+ * demangle it. So that lines and names cannot fall out of step, only names
+ * of the characters mangled names use are given (a symbol name may hold any
+ * byte but NUL, a newline too), and a last line cut short by the buffer is
+ * not used. Where c++filt is missing or cannot be started (a sandbox refuses
+ * vfork or execve) the names stay as they are: mangled, never wrong. Off
+ * with EBB_DEBUG_DEMANGLE=0. */
+#define CXXFILT "/usr/bin/c++filt"
+#define SYM_FRESH_MAX (4 * TRACE_DEPTH_MAX) /* frames a sym_resolve call is given, at most */
+
+static bool mangled_name(const char *s)
+{
+    if (s[0] != '_' || s[1] != 'Z')
+        return false;
+    for (; *s; s++) {
+        char c = *s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '$'))
+            return false;
+    }
+    return true;
+}
+
+static void names_demangle(sym_t *const *fresh, int count)
+{
+    if (option_get(OPT_DEBUG_DEMANGLE) == 0)
+        return;
+    /* Static: under the report lock, and a report may run on a small stack. */
+    static char *argv[SYM_FRESH_MAX + 3] ebb_cold_bss;
+    static sym_t *asked[SYM_FRESH_MAX] ebb_cold_bss;
+    /* 1 KiB a name: a demangled name is about twice its mangled one, which
+     * is rarely over 200 bytes; lines past its end keep their names mangled. */
+    static char buf[SYM_FRESH_MAX * 1024] ebb_cold_bss;
+    int a = 0, k = 0;
+    argv[a++] = (char *)CXXFILT;
+    argv[a++] = (char *)"--";
+    for (int i = 0; i < count && k < SYM_FRESH_MAX; i++) {
+        if (fresh[i]->named && !fresh[i]->cut && mangled_name(fresh[i]->name)) {
+            asked[k++] = fresh[i];
+            argv[a++] = fresh[i]->name;
+        }
+    }
+    if (k == 0)
+        return; /* with no name to demangle, c++filt would read stdin */
+    argv[a] = NULL;
+    os_run_output(CXXFILT, argv, buf, sizeof buf);
+    char *s = buf;
+    for (int i = 0; i < k; i++) {
+        char *end = strchr(s, '\n');
+        if (end == NULL)
+            break; /* cut short by the buffer, or c++filt ended early */
+        *end = '\0';
+        size_t len = (size_t)(end - s);
+        sym_t *e = asked[i];
+        if (len > 0 && strcmp(s, e->name) != 0) {
+            e->cut = len >= sizeof e->name;
+            if (e->cut)
+                len = sizeof e->name - 1;
+            memcpy(e->name, s, len);
+            e->name[len] = '\0';
+        }
+        s = end + 1;
+    }
+}
+
+/* Symbolize the frames of `pcs` (return addresses, at most SYM_FRESH_MAX)
+ * not in the cache yet, one addr2line run per module for each 64 of them,
+ * and one c++filt run for all. */
 #define SYM_BATCH 64
 static void sym_resolve(const uintptr_t *pcs, int n)
 {
     static module_t mods[SYM_BATCH] ebb_cold_bss;
     static uint64_t hashes[SYM_BATCH] ebb_cold_bss;
     static char got[SYM_BATCH][160] ebb_cold_bss;
-    static char got_fn[SYM_BATCH][128] ebb_cold_bss;
+    static char got_fn[SYM_BATCH][SYM_NAME_MAX] ebb_cold_bss;
+    static bool got_fn_cut[SYM_BATCH] ebb_cold_bss;
+    static sym_t *fresh[SYM_FRESH_MAX] ebb_cold_bss; /* the entries this call fills */
+    int fresh_count = 0;
     module_memo_forget();
     if (++sym_stamp == 0)
         sym_stamp = 1; /* 0 is a slot never stamped */
@@ -1795,7 +1889,7 @@ static void sym_resolve(const uintptr_t *pcs, int n)
                 }
             }
             if (mods[a].found)
-                file_lines(mods[a].path, batch, k, got, got_fn);
+                file_lines(mods[a].path, batch, k, got, got_fn, got_fn_cut);
             for (int j = 0; j < k; j++) {
                 const module_t *mod = &mods[which[j]];
                 sym_t *e = sym_take_slot();
@@ -1803,23 +1897,28 @@ static void sym_resolve(const uintptr_t *pcs, int n)
                 e->bias = mod->bias;
                 e->module_hash = hashes[which[j]];
                 e->stamp = sym_stamp;
+                e->cut = false;
                 e->named = mod->found && elf_function(mod->path, batch[j], e->name, sizeof e->name,
-                                                      &e->offset);
+                                                      &e->offset, &e->cut);
                 e->offset_known = e->named;
                 /* A name from the debug info, where there is some: without it
                  * (no location either) addr2line names the nearest symbol
                  * before the address, wherever that function ends. */
                 if (!e->named && mod->found && got_fn[j][0] && got[j][0]) {
                     memcpy(e->name, got_fn[j], sizeof e->name);
+                    e->cut = got_fn_cut[j];
                     e->named = true;
                 }
                 if (mod->found)
                     memcpy(e->line, got[j], sizeof e->line);
                 else
                     e->line[0] = '\0';
+                if (fresh_count < SYM_FRESH_MAX)
+                    fresh[fresh_count++] = e;
             }
         }
     }
+    names_demangle(fresh, fresh_count);
 }
 
 void trace_symbolize(const uint32_t *ids, int count)
@@ -1879,6 +1978,8 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         if (e && e->named) {
             text_add(t, maybe ? " " : " in ");
             text_add(t, e->name);
+            if (e->cut)
+                text_add(t, "...");
             if (e->offset_known) {
                 text_add(t, "+");
                 text_add_u64(t, e->offset + 1, 0);

@@ -1271,5 +1271,78 @@ n=$(grep -c ' lost.*, allocated at:$' "$TMP/ctx")
 [ "$n" -eq 3 ] || fail "expected 3 groups of lost blocks, got $n"
 end_case
 
+# C++ names (tests/debug/cxx_names.cc; a review found `java -version`'s
+# frames printed mangled: `_ZN2os6mallocEm8MEMFLAGSRK15NativeCallStack+121`).
+# A double free and two lost blocks from namespaced template functions, with
+# EBB_DEBUG_ON_ERROR=continue so that one run makes both reports: their
+# frames are named as c++filt names them, and a name longer than a report
+# keeps (1,023 bytes) is its start and "...". With EBB_DEBUG_DEMANGLE=0, and
+# in a sandbox that refuses execve or vfork (the program's own seccomp
+# filter), they are the symbol table's mangled names, never something else,
+# and both reports are whole.
+CXX_LONG=store::AnIngredientWithAVeryLongNameIndeedSoThatTemplatesOfItGrowLongWhenDemangled
+cxx_list() { local s="" i; for i in $(seq 14); do s+="$1, "; done; echo "${s%, }"; }
+CXX_SPREAD="void store::spread<$(cxx_list "$CXX_LONG")>($(cxx_list "$CXX_LONG*"))"
+CXX_NAMES=(
+    'void store::detail::release<char>(char*, store::Pool<char>*, std::pair<int, int> const&)'
+    'store::Pool<char>::make(unsigned long)'
+    'void store::detail::lose<char>(store::Pool<char>*, store::Pool<char>*)'
+    "${CXX_SPREAD:0:1023}...")
+CXX_MANGLED=(
+    '_ZN5store6detail7releaseIcEEvPT_PNS_4PoolIS2_EERKSt4pairIiiE'
+    '_ZN5store4PoolIcE4makeEm'
+    '_ZN5store6detail4loseIcEEvPNS_4PoolIT_EES5_'
+    '_ZN5store6spreadIJNS_75AnIngredientWithAVeryLongNameIndeedSoThatTemplatesOfItGrowLongWhenDemangledES1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_S1_EEEvDpPT_')
+# cxx_reports WHAT NAMES... -- ENV/ARGS...: run cxx_names; both reports whole,
+# their frames named NAMES (the releasing function, the allocating one, the
+# one that lost the block, and the one with the long name, as printed).
+cxx_reports() {
+    local what=$1 release=$2 make=$3 lose=$4 spread=$5 args=() rc ptr n got
+    shift 6
+    args=("$@")
+    { timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "${args[@]}" \
+        >"$TMP/cx.out" 2>"$TMP/cx.err"; } 2>/dev/null
+    rc=$?
+    if [ $rc -eq 77 ]; then
+        echo "    SKIPPED CHECK [$name]: $what: $(tail -n 1 "$TMP/cx.out")"
+        return
+    fi
+    [ $rc -eq 0 ] || { fail "$what: expected exit 0, got $rc (124: timed out)"; show "$TMP/cx.err"; return; }
+    grep -q "^survived$" "$TMP/cx.out" || fail "$what: the program should go on after the fault"
+    ptr=$(sed -n 's/^victim=//p' "$TMP/cx.out")
+    n=$(grep -c "^==ebb== ERROR: double free of $ptr (pid [0-9]*)$" "$TMP/cx.err")
+    [ "$n" -eq 1 ] || { fail "$what: the double free should be reported once; it was $n times"; show "$TMP/cx.err"; }
+    awk '/^  this call:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/cx.err" | head -n 1 |
+        grep -qF " in $release+" || { fail "$what: this call's first frame should be in $release"; show "$TMP/cx.err"; }
+    awk '/^  allocated at:/ { t = 1; next } /^  [a-z]/ { t = 0 } t' "$TMP/cx.err" | head -n 1 |
+        grep -qF " in $make+" || { fail "$what: the allocation's first frame should be in $make"; show "$TMP/cx.err"; }
+    grep -A2 -xF "==ebb== 40 bytes in 1 block lost, allocated at:" "$TMP/cx.err" >"$TMP/cx.lost"
+    sed -n 2p "$TMP/cx.lost" | grep -qF " in $make+" &&
+        sed -n 3p "$TMP/cx.lost" | grep -qF " in $lose+" ||
+        { fail "$what: the lost block should be allocated in $make, called by $lose"; show "$TMP/cx.err"; }
+    got=$(grep -A1 -xF "==ebb== 8 bytes in 1 block lost, allocated at:" "$TMP/cx.err" | sed -n 2p |
+        sed -E 's/^ *#0 0x[0-9a-f]+ in (.*)\+[0-9]+( at .*)? \(.*\)$/\1/')
+    [ "$got" = "$spread" ] ||
+        { fail "$what: the other lost block should be allocated in the function named (${#spread} bytes) '$spread'; the report named (${#got} bytes) '$got'"; show "$TMP/cx.err"; }
+    [ "$(tail -n 1 "$TMP/cx.err")" = "==ebb== end of leak report" ] ||
+        { fail "$what: the leak report must end with its closing marker"; show "$TMP/cx.err"; }
+}
+begin_case cxx_names
+if [ -f "$D/cxx_names.skip" ]; then
+    echo "    SKIPPED CHECK [$name]: $(tail -n 1 "$D/cxx_names.skip")"
+elif [ ! -x "$D/cxx_names" ]; then
+    fail "$D/cxx_names was not built"
+else
+    if [ -x /usr/bin/c++filt ]; then
+        cxx_reports "demangled" "${CXX_NAMES[@]}" -- "$D/cxx_names"
+    else
+        echo "    SKIPPED CHECK [$name]: demangled names: /usr/bin/c++filt is not installed"
+    fi
+    cxx_reports "EBB_DEBUG_DEMANGLE=0" "${CXX_MANGLED[@]}" -- EBB_DEBUG_DEMANGLE=0 "$D/cxx_names"
+    cxx_reports "execve refused" "${CXX_MANGLED[@]}" -- "$D/cxx_names" no-exec
+    cxx_reports "vfork refused" "${CXX_MANGLED[@]}" -- "$D/cxx_names" no-vfork
+fi
+end_case
+
 echo "$cases cases, $failed_cases failed"
 [ $failed_cases -eq 0 ]

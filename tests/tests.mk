@@ -147,7 +147,7 @@ FAULT_SRCS   := $(wildcard tests/debug/*.c)
 FAULT_PROGS  := $(patsubst tests/debug/%.c,$(TEST_DIR)/debug/%,$(FAULT_SRCS))
 FAULT_CFLAGS := $(TEST_CFLAGS) -O1 -Wno-free-nonheap-object -Wno-use-after-free \
                 -Wno-array-bounds -Wno-stringop-overflow -Wno-mismatched-dealloc
-test-build: $(FAULT_PROGS) $(TEST_DIR)/test_debug $(TEST_DIR)/test_unwind \
+test-build: $(FAULT_PROGS) $(TEST_DIR)/debug/cxx_names $(TEST_DIR)/test_debug $(TEST_DIR)/test_unwind \
             $(TEST_DIR)/libunwind_plugin_big.so $(TEST_DIR)/libunwind_plugin_small.so \
             $(TEST_DIR)/libreport_plugin_a.so $(TEST_DIR)/libreport_plugin_b.so \
             $(TEST_DIR)/libsepdebug_plugin.so $(TEST_DIR)/libswap_plugin_first.so \
@@ -155,6 +155,18 @@ test-build: $(FAULT_PROGS) $(TEST_DIR)/test_debug $(TEST_DIR)/test_unwind \
 
 $(TEST_DIR)/debug/%: tests/debug/%.c tests/debug/fault.h tests/debug/coroutine.h tests/seccomp_filter.h $(TEST_HDRS) $(BUILD)/libebb.so
 	$(call test_soft_build,$(CC) $(FAULT_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
+
+# C++ names in reports (tests/debug/cxx_names.cc): built with g++, which
+# build-essential brings; without it the driver says which checks it skipped.
+CXX_HAVE := $(shell command -v $(CXX) >/dev/null 2>&1 && echo yes)
+FAULT_CXXFLAGS := -std=c++17 -O1 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
+                  -fno-builtin-malloc -fno-builtin-free -Iinclude -Itests
+$(TEST_DIR)/debug/cxx_names: tests/debug/cxx_names.cc tests/seccomp_filter.h $(BUILD)/libebb.so
+ifeq ($(CXX_HAVE),yes)
+	$(call test_soft_build,$(CXX) $(FAULT_CXXFLAGS) $< -o $@ $(TEST_LINK_EBB))
+else
+	@mkdir -p $(@D); echo "$(CXX) not installed: no C++ test program" > $@.skip
+endif
 
 $(TEST_DIR)/test_debug: tests/test_debug.c $(TEST_HDRS) $(BUILD)/libebb.so | $(TEST_DIR)/libreport_plugin_a.so
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
