@@ -218,7 +218,9 @@ struct ebb_stats {
     /* Activity since the process started (each exact). */
     uint64_t os_map_calls;    /* memory requests (mmap, growing mremap) */
     uint64_t os_unmap_calls;
-    uint64_t os_purge_calls;  /* madvise(MADV_DONTNEED or MADV_FREE) */
+    uint64_t os_purge_calls;  /* ranges given back (MADV_DONTNEED or MADV_FREE):
+                                 a madvise call each, or one process_madvise
+                                 call for a batch of them (src/os.c) */
     uint64_t os_purged_bytes;
     uint64_t purge_passes;       /* passes of the purge/scavenge logic */
     uint64_t scavenger_wakeups;  /* times the background thread woke for work */

@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h> /* ssize_t */
+#include <sys/uio.h>   /* struct iovec */
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
 #include <sys/single_threaded.h>
 #endif
@@ -919,6 +920,30 @@ bool os_move(void *src, size_t size, size_t new_size, void *dst);
  * takes them when it needs memory and their contents are undefined until
  * written (returns false). */
 bool os_purge(void *p, size_t size);
+/* Purges gathered to be made with as few system calls as the kernel allows
+ * (os.c, "Batched purges"): one process_madvise for up to OS_PURGE_BATCH
+ * ranges, where the kernel has it, instead of a madvise each. Ranges that
+ * touch are merged. Until the batch is flushed its ranges keep their
+ * contents: the caller flushes before anything can hand them out again
+ * (before it unlocks, unquiesces or lists what they belong to). */
+#define OS_PURGE_BATCH 64
+typedef struct os_purge_batch_s {
+    size_t count;
+    bool dirty; /* a range flushed when the batch was full does not read as zero */
+    struct iovec range[OS_PURGE_BATCH];
+} os_purge_batch_t;
+
+static inline void os_purge_batch_init(os_purge_batch_t *b)
+{
+    b->count = 0;
+    b->dirty = false;
+}
+
+/* Add [p, p + size) (flushing first if the batch is full). */
+void os_purge_add(os_purge_batch_t *b, void *p, size_t size);
+/* Purge what the batch holds now and empty it; whether every range it has
+ * purged since the last flush reads back as zero (os_purge's answer). */
+bool os_purge_flush(os_purge_batch_t *b);
 /* Give the pages back and make them read as zero, whatever EBB_PURGE_METHOD
  * says (MADV_DONTNEED; counted as a purge). p: private anonymous memory.
  * False if the kernel refused (locked pages: mlockall): contents unchanged. */
@@ -1090,7 +1115,10 @@ void os_unmap_file(const void *p, size_t size);
  * the program is not executable or could not be started. No allocation:
  * vfork, execve and a pipe. */
 size_t os_run_output(const char *path, char *const argv[], char *buf, size_t cap);
+/* Ranges purged (os_purge, os_zero, a batch's ranges); and the system calls
+ * that purged them (madvise, process_madvise). */
 unsigned long os_purge_calls(void);
+unsigned long os_purge_syscalls(void);
 /* Whether `more` threads could still be created under RLIMIT_NPROC (for a
  * user it applies to: all the system's threads count, an upper bound on the
  * user's own) and under the pids limit of the process's cgroup and of each
@@ -1333,8 +1361,9 @@ void heap_steal_free_pages(heap_t *heap);
  * free list, segment_t.trimmed), skipping those an earlier trim gave back
  * whose blocks have not gone back on the list since. The caller may touch
  * the page's free list (owner under its lock, quiesced heap, abandoned
- * segment off its list) and collected its remote frees first. */
-void page_trim(page_t *page);
+ * segment off its list) and collected its remote frees first. The OS pages
+ * go into `batch`, which the caller flushes before it lets go of the page. */
+void page_trim(page_t *page, os_purge_batch_t *batch);
 /* The same for every page of a heap (owner, or quiesced; lock held), after
  * heap_collect_pages. */
 void heap_trim_pages(heap_t *heap);
@@ -1343,7 +1372,7 @@ void heap_trim_pages(heap_t *heap);
 void heap_trim_watched(heap_t *heap);
 /* Abandoned segment off its list (the caller's): trim its small page at
  * slice i if it is marked in sparse_watch. */
-void page_trim_if_watched(segment_t *seg, size_t i);
+void page_trim_if_watched(segment_t *seg, size_t i, os_purge_batch_t *batch);
 /* Whether some OS page of `page`'s run was given back by a trim. */
 bool page_has_dropped(const page_t *page);
 /* Whether block `i` of the page is a dropped one (segment_t.trimmed). */

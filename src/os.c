@@ -45,6 +45,7 @@ static atomic_ulong map_calls;
 static atomic_ulong unmap_calls;
 static atomic_ulong purge_calls;
 static atomic_ulong purged_bytes;
+static atomic_ulong purge_syscalls;
 
 /* Failure injection (tests only): after `inject_skip` more successful
  * requests, fail `inject_count` requests (negative: all of them). */
@@ -1628,15 +1629,21 @@ static void purge_count(size_t size)
     atomic_fetch_add_explicit(&purged_bytes, size, memory_order_relaxed);
 }
 
+/* One range, by madvise; whether it reads back as zero. */
+static bool purge_range(void *p, size_t size)
+{
+    atomic_fetch_add_explicit(&purge_syscalls, 1, memory_order_relaxed);
+    if (option_get(OPT_PURGE_METHOD) == 1 && madvise(p, size, MADV_FREE) == 0)
+        return false;
+    madvise(p, size, MADV_DONTNEED);
+    return true;
+}
+
 bool os_purge(void *p, size_t size)
 {
     purge_count(size);
     int saved = errno;
-    bool zeroed = true;
-    if (option_get(OPT_PURGE_METHOD) == 1 && madvise(p, size, MADV_FREE) == 0)
-        zeroed = false;
-    else
-        madvise(p, size, MADV_DONTNEED);
+    bool zeroed = purge_range(p, size);
     errno = saved;
     return zeroed;
 }
@@ -1644,10 +1651,98 @@ bool os_purge(void *p, size_t size)
 bool os_zero(void *p, size_t size)
 {
     purge_count(size);
+    atomic_fetch_add_explicit(&purge_syscalls, 1, memory_order_relaxed);
     int saved = errno;
     bool zeroed = madvise(p, size, MADV_DONTNEED) == 0;
     errno = saved;
     return zeroed;
+}
+
+/* ---------------------------------------------------------------------------
+ * Batched purges. Every madvise call ends with a TLB flush, and for a range
+ * of up to 33 OS pages Linux on x86 flushes page by page; under some
+ * hypervisors each of those is a trap. Measured on this project's VMs: 4.5 us
+ * an OS page up to 33 pages, 35 us a call above that. An idle trim of 1.1 GB
+ * freed in scattered blocks (test_purge, child_idle_trim_4000_alive) made
+ * 17,360 calls, nearly all of 32 pages or fewer, and took 1.6 s.
+ * process_madvise(2) takes a vector of ranges and, from Linux 6.16, flushes
+ * once for all of them: the same 1.1 GB in vectors of 64 ranges took 0.16 s.
+ * It reaches the calling process through PIDFD_SELF (Linux 6.15 on), so no
+ * file descriptor is opened. Where the call is missing or refused (an older
+ * kernel, a seccomp filter), each range goes to madvise as before, and ebb
+ * stops trying after the first refusal.
+ * ------------------------------------------------------------------------- */
+#define PIDFD_SELF_THREAD (-10000) /* linux/pidfd.h, Linux 6.15 on */
+
+/* 0: not tried yet; 1: process_madvise works; -1: refused, madvise only. */
+static atomic_int vector_purge_state;
+
+void os_purge_add(os_purge_batch_t *b, void *p, size_t size)
+{
+    if (size == 0)
+        return;
+    if (b->count != 0) {
+        struct iovec *last = &b->range[b->count - 1];
+        if ((uint8_t *)last->iov_base + last->iov_len == (uint8_t *)p) {
+            last->iov_len += size;
+            return;
+        }
+    }
+    if (b->count == OS_PURGE_BATCH)
+        b->dirty |= !os_purge_flush(b);
+    b->range[b->count++] = (struct iovec){.iov_base = p, .iov_len = size};
+}
+
+/* The batch in one call; false if the caller must purge its ranges itself. */
+static bool purge_vector(const os_purge_batch_t *b, int advice)
+{
+    int state = atomic_load_explicit(&vector_purge_state, memory_order_relaxed);
+    if (state < 0)
+        return false;
+    size_t total = 0;
+    for (size_t i = 0; i < b->count; i++)
+        total += b->range[i].iov_len;
+    atomic_fetch_add_explicit(&purge_syscalls, 1, memory_order_relaxed);
+    long done = syscall(SYS_process_madvise, PIDFD_SELF_THREAD, b->range, b->count, advice, 0);
+    if (done >= 0 && (size_t)done == total) {
+        if (state == 0)
+            atomic_store_explicit(&vector_purge_state, 1, memory_order_relaxed);
+        return true;
+    }
+    /* Refused before it ever worked: no such call (ENOSYS), no PIDFD_SELF
+     * (EBADF), not this advice (EINVAL), or a sandbox's answer. A later
+     * failure (locked pages: mlockall) falls back for this batch only. */
+    if (done < 0 && state == 0)
+        atomic_store_explicit(&vector_purge_state, -1, memory_order_relaxed);
+    return false;
+}
+
+bool os_purge_flush(os_purge_batch_t *b)
+{
+    bool zeroed = !b->dirty;
+    b->dirty = false;
+    if (b->count == 0)
+        return zeroed;
+    int saved = errno;
+    for (size_t i = 0; i < b->count; i++)
+        purge_count(b->range[i].iov_len);
+    bool lazy = option_get(OPT_PURGE_METHOD) == 1;
+    if (b->count > 1 && purge_vector(b, lazy ? MADV_FREE : MADV_DONTNEED)) {
+        zeroed &= !lazy;
+    } else {
+        /* After a partial vector call, the ranges it did are purged again:
+         * harmless, they are free. */
+        for (size_t i = 0; i < b->count; i++)
+            zeroed &= purge_range(b->range[i].iov_base, b->range[i].iov_len);
+    }
+    b->count = 0;
+    errno = saved;
+    return zeroed;
+}
+
+unsigned long os_purge_syscalls(void)
+{
+    return atomic_load_explicit(&purge_syscalls, memory_order_relaxed);
 }
 
 void os_no_huge_pages(void *p, size_t size)

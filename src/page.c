@@ -1144,7 +1144,7 @@ static inline void bit_set(uint64_t *map, size_t i)
     map[i / 64] |= (uint64_t)1 << (i % 64);
 }
 
-void page_trim(page_t *page)
+void page_trim(page_t *page, os_purge_batch_t *batch)
 {
     size_t per = trim_pages_per_slice();
     size_t bs = page->block_size, capacity = page->capacity, ps = os_info.page_size;
@@ -1183,9 +1183,10 @@ void page_trim(page_t *page)
         for (size_t i = 0; i < capacity; i++)
             if (page_block_dropped(page, i))
                 bit_set(dropped, i);
-    /* OS page by OS page of the carved blocks, purging runs of adjacent
-     * pages with one call. */
-    size_t carved = capacity * bs, purge_from = 0, purge_to = 0;
+    /* OS page by OS page of the carved blocks, into the caller's batch.
+     * The batch keeps them until the caller flushes it (after this returns:
+     * nothing writes a dropped block meanwhile, it is on no list). */
+    size_t carved = capacity * bs;
     bool changed = false;
     for (size_t off = 0; off + ps <= carved; off += ps) {
         if (trimmed_test(seg, start_off + off))
@@ -1201,19 +1202,12 @@ void page_trim(page_t *page)
         for (size_t i = i0; i <= i1; i++)
             bit_set(dropped, i);
         changed = true;
-        if (purge_to != off) {
-            if (purge_to > purge_from)
-                os_purge((void *)(start + purge_from), purge_to - purge_from);
-            purge_from = off;
-        }
-        purge_to = off + ps;
+        os_purge_add(batch, (void *)(start + off), ps);
     }
-    if (purge_to > purge_from)
-        os_purge((void *)(start + purge_from), purge_to - purge_from);
     if (!changed)
         return;
     /* The list again, in address order, without the dropped blocks. Their
-     * links were read above, before the purge. */
+     * links were read above; they are not written again. */
     block_t *head = NULL;
     for (size_t i = capacity; i-- > 0;) {
         if (bit_get(on_list, i) && !bit_get(dropped, i)) {
@@ -1229,9 +1223,12 @@ void page_trim(page_t *page)
  * free blocks are in the class queues (a page of the full list has none). */
 void heap_trim_pages(heap_t *heap)
 {
+    os_purge_batch_t batch;
+    os_purge_batch_init(&batch);
     for (unsigned cls = 0; cls < CLASS_COUNT; cls++)
         for (page_t *page = heap->queues[cls].first; page; page = page->next)
-            page_trim(page);
+            page_trim(page, &batch);
+    os_purge_flush(&batch);
 }
 
 static bool page_watched(const page_t *page)
@@ -1242,16 +1239,19 @@ static bool page_watched(const page_t *page)
 
 void heap_trim_watched(heap_t *heap)
 {
+    os_purge_batch_t batch;
+    os_purge_batch_init(&batch);
     for (unsigned cls = 0; cls < CLASS_COUNT; cls++)
         for (page_t *page = heap->queues[cls].first; page; page = page->next)
             if (page_watched(page))
-                page_trim(page);
+                page_trim(page, &batch);
+    os_purge_flush(&batch);
 }
 
-void page_trim_if_watched(segment_t *seg, size_t i)
+void page_trim_if_watched(segment_t *seg, size_t i, os_purge_batch_t *batch)
 {
     if ((seg->sparse_watch >> i) & 1)
-        page_trim(&seg->pages[i]);
+        page_trim(&seg->pages[i], batch);
 }
 
 /* Owner, lock held: the page's free list is empty and all its blocks are

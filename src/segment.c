@@ -933,14 +933,17 @@ void segment_abandoned_collect(bool force)
         /* The segment is off the list: ours to trim. malloc_trim trims every
          * page with live blocks; a pass, those that had blocks freed into
          * them since they were last full (their owner is gone: idle for good). */
+        os_purge_batch_t batch;
+        os_purge_batch_init(&batch);
         for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
             if (small_page_at(seg, free_mask, i) && !page_collect_abandoned(&seg->pages[i])) {
                 if (force)
-                    page_trim(&seg->pages[i]);
+                    page_trim(&seg->pages[i], &batch);
                 else
-                    page_trim_if_watched(seg, i);
+                    page_trim_if_watched(seg, i, &batch);
             }
         }
+        os_purge_flush(&batch); /* before the segment is listed again */
         lock_acquire(&abandoned_lock);
         bool empty = atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL;
         if (!empty) {
@@ -1262,16 +1265,19 @@ bool segment_purge(segment_t *seg, bool force)
                                                                memory_order_acquire));
     }
     if (got) {
-        bool zeroed = true;
+        /* The runs in one batch: a segment has at most 32 (os.c, "Batched
+         * purges": 6,208 runs of 128 KiB took 0.9 s one madvise each). */
+        os_purge_batch_t batch;
+        os_purge_batch_init(&batch);
         uint64_t todo = got;
         while (todo) {
             size_t start = (size_t)__builtin_ctzll(todo);
             uint64_t rest = ~(todo >> start); /* ones from the end of the run on */
             size_t len = rest ? (size_t)__builtin_ctzll(rest) : 64 - start;
-            zeroed &= os_purge((uint8_t *)seg + start * SLICE_SIZE, len * SLICE_SIZE);
+            os_purge_add(&batch, (uint8_t *)seg + start * SLICE_SIZE, len * SLICE_SIZE);
             todo &= ~run_mask(start, len);
         }
-        if (zeroed)
+        if (os_purge_flush(&batch))
             atomic_fetch_or_explicit(&seg->fresh_slices, got, memory_order_relaxed);
         atomic_fetch_and(&seg->dirty_slices, ~got);
         atomic_fetch_or_explicit(&seg->free_slices, got, memory_order_release);
