@@ -162,7 +162,7 @@ static void huge_purge_cached(segment_t *seg)
         os_no_huge_pages(seg, seg->map_size);
 }
 
-static segment_t *huge_cache[HUGE_CACHE_MAX]; /* oldest first */
+static ebb_small_global segment_t *huge_cache[HUGE_CACHE_MAX]; /* oldest first */
 static size_t huge_count;
 static size_t huge_bytes;
 

@@ -14,7 +14,7 @@
 
 extern char **environ;
 
-static long option_values[OPT_COUNT];
+static ebb_small_global long option_values[OPT_COUNT];
 /* Read only when a report or the stats file is opened: kept out of the one
  * page of small globals (tests/test_exports.sh, cold_arrays_take_no_file_space). */
 static const char *option_texts[OPT_COUNT] ebb_cold_bss;

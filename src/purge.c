@@ -121,8 +121,8 @@ static void pass_drop(void)
 static atomic_int purge_work;
 static atomic_int thread_state;
 static atomic_int thread_wanted;
-static pthread_mutex_t wake_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
+static ebb_small_global pthread_mutex_t wake_mutex = PTHREAD_MUTEX_INITIALIZER;
+static ebb_small_global pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
 static _Atomic(uint64_t) next_inline_pass_ms;
 
 static atomic_ulong pass_count;
