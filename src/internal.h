@@ -931,8 +931,11 @@ bool os_purge(void *p, size_t size);
  * ranges, where the kernel has it, instead of a madvise each. Ranges that
  * touch are merged. Until the batch is flushed its ranges keep their
  * contents: the caller flushes before anything can hand them out again
- * (before it unlocks, unquiesces or lists what they belong to). */
-#define OS_PURGE_BATCH 64
+ * (before it unlocks, unquiesces or lists what they belong to). 32 ranges:
+ * 528 bytes on the caller's stack, which may be a malloc's slow path (an
+ * inline pass) on a small thread stack; the flush's cost hardly changes
+ * from 16 ranges up (os.c). */
+#define OS_PURGE_BATCH 32
 typedef struct os_purge_batch_s {
     size_t count;
     bool dirty; /* a range flushed when the batch was full does not read as zero */
