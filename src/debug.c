@@ -835,13 +835,21 @@ static reuse_link_t *reuse_link(debug_header_t *h)
     return (reuse_link_t *)(h + 1);
 }
 
-/* Add a block's inner OS pages to `batch` (its first word stays: it becomes
- * the free list link once it is released, after the batch is flushed). */
+/* A block's inner OS pages, [*from, *to) (empty if to <= from): its first
+ * word stays, it becomes the free list link once the block is released. */
+static void inner_pages(debug_header_t *h, uintptr_t *from, uintptr_t *to)
+{
+    size_t ps = os_info.page_size;
+    *from = ((uintptr_t)h + sizeof(uintptr_t) + ps - 1) & ~(uintptr_t)(ps - 1);
+    *to = ((uintptr_t)h + block_bytes(h)) & ~(uintptr_t)(ps - 1);
+}
+
+/* Add a block's inner OS pages to `batch`; the block is released after the
+ * batch is flushed. */
 static void purge_add_inner(os_purge_batch_t *batch, debug_header_t *h)
 {
-    size_t ps = os_info.page_size, bytes = block_bytes(h);
-    uintptr_t from = ((uintptr_t)h + sizeof(uintptr_t) + ps - 1) & ~(uintptr_t)(ps - 1);
-    uintptr_t to = ((uintptr_t)h + bytes) & ~(uintptr_t)(ps - 1);
+    uintptr_t from, to;
+    inner_pages(h, &from, &to);
     if (to > from)
         os_purge_add(batch, (void *)from, to - from);
 }
@@ -849,10 +857,10 @@ static void purge_add_inner(os_purge_batch_t *batch, debug_header_t *h)
 /* Purge a block's inner OS pages and release it. */
 static void purge_and_release(debug_header_t *h)
 {
-    os_purge_batch_t batch;
-    os_purge_batch_init(&batch);
-    purge_add_inner(&batch, h);
-    os_purge_flush(&batch);
+    uintptr_t from, to;
+    inner_pages(h, &from, &to);
+    if (to > from)
+        os_purge((void *)from, to - from);
     release_block(h);
 }
 
