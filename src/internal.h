@@ -1277,6 +1277,10 @@ void purge_inject_start_delay(long ms);
  * its segments, a reclaimed abandoned one, the cache, or a new mapping. Returns
  * the first slice's descriptor, not yet initialized, or NULL (out of memory). */
 page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices);
+/* The longest run of `least` to `most` slices, all resident (freed and not
+ * purged yet), in one of `heap`'s own segments; NULL if none has `least`. As
+ * segment_alloc_run, the descriptor is not initialized. */
+page_t *segment_alloc_resident_run(heap_t *heap, size_t least, size_t most);
 /* Take into `heap` an abandoned segment with a page of class `cls` that had
  * room, and adopt its small pages into the heap's queues. False if none of the
  * first RECLAIM_SCAN_MAX abandoned segments has one, or if the heap has a

@@ -1231,6 +1231,35 @@ static page_t *segment_alloc_run_try(heap_t *heap, size_t count, size_t align_sl
     return segment_adopt_run(heap, seg, count, align_slices);
 }
 
+/* The length, up to `most`, of the longest run of set bits in `mask`. */
+static size_t longest_run(uint64_t mask, size_t most)
+{
+    size_t len = 0;
+    for (uint64_t runs = mask; runs != 0 && len < most; runs &= mask >> len)
+        len++;
+    return len;
+}
+
+page_t *segment_alloc_resident_run(heap_t *heap, size_t least, size_t most)
+{
+    segment_t *best = NULL;
+    size_t best_len = 0;
+    for (segment_t *seg = heap->segments; seg != NULL && best_len < most; seg = seg->next) {
+        uint64_t resident = atomic_load_explicit(&seg->free_slices, memory_order_relaxed) &
+                            atomic_load_explicit(&seg->dirty_slices, memory_order_relaxed);
+        size_t len = longest_run(resident, most);
+        if (len >= least && len > best_len) {
+            best = seg;
+            best_len = len;
+        }
+    }
+    if (best == NULL)
+        return NULL;
+    /* A pass may have claimed those slices to purge them since: then none. */
+    int idx = segment_claim_slices(best, best_len, 1, true);
+    return idx > 0 ? segment_run_init(best, (size_t)idx, best_len) : NULL;
+}
+
 page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
 {
     page_t *page = segment_alloc_run_try(heap, count, align_slices);
