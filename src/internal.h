@@ -627,7 +627,10 @@ typedef struct segment_s {
      * live blocks elsewhere, and every block overlapping it is DROPPED: on
      * no free list and not live, handed out again only once the page's list
      * runs dry (page_restore_dropped) or its run is freed, both of which
-     * clear the run's bits. So a set bit is an OS page not resident (bar a
+     * clear the run's bits. Also set for the OS pages of a page's tail, past
+     * its last block, that a trim gave back (page.c, page_trim_tail): no
+     * block overlaps them, and only a freed run or a new class clears them.
+     * So a set bit is an OS page not resident (bar a
      * MADV_FREE purge the kernel has not taken yet): a trim never purges it
      * again, and the telemetry's committed bytes leave it out (stats.c).
      * Pages inside a block of several OS pages are marked and their block

@@ -2154,6 +2154,85 @@ static void resident_slices_are_reused_before_purged_ones(void)
     expect_child_passes("child_resident_slices_are_reused_before_purged_ones", env, 30);
 }
 
+/* A page of 40 KiB blocks that a class of eight-slice pages takes on one
+ * freed slice (page_new_small takes a resident run shorter than the class's
+ * pages) holds one block: the 24 KiB after it were written, belong to no
+ * block, and no trim gave them back while the block lived, where a page on
+ * fresh slices never writes them. So once memory came back, the process
+ * should hold its live blocks and little more (review of a499784: 40 blocks
+ * of 40 KiB on scattered freed slices kept +0.9 MiB, 24 KiB each, beyond
+ * them). `idle`: given back by the scavenger while the thread idles (the
+ * default delay); else by malloc_trim(0) with no background purge
+ * (EBB_PURGE_DELAY=-1). */
+static void short_pages_scenario(bool idle)
+{
+    enum { SLICES = 80, PER_SLICE = 8, BIG = 40 };
+    const size_t small = 8 * KiB, big = 40 * KiB; /* 8 to a one-slice page; eight-slice pages */
+    static unsigned char *smalls[SLICES * PER_SLICE], *bigs[BIG];
+    if (idle)
+        scavenger_start();
+    long before = idle ? rss_settled() : rss_now();
+    for (size_t i = 0; i < SLICES * PER_SLICE; i++) {
+        smalls[i] = malloc(small);
+        REQUIRE(smalls[i] != NULL, "malloc(8 KiB) failed");
+        touch(smalls[i], small, 1);
+    }
+    /* Every other slice's page empties: freed one-slice runs, still written,
+     * between slices in use. */
+    size_t live_small = 0;
+    for (size_t i = 0; i < SLICES * PER_SLICE; i++) {
+        if (((uintptr_t)smalls[i] >> 16) & 1) {
+            free(smalls[i]);
+            smalls[i] = NULL;
+        } else {
+            live_small++;
+        }
+    }
+    for (size_t i = 0; i < BIG; i++) {
+        bigs[i] = malloc(big);
+        REQUIRE(bigs[i] != NULL, "malloc(40 KiB) failed");
+        touch(bigs[i], big, 2);
+    }
+    long live = (long)(live_small * small + BIG * big), margin = (long)(256 * KiB);
+    rss_poll_t r;
+    if (idle) {
+        r = rss_poll_down_to(before + live + margin, sparse_deadline_s() + idle_deadline_s());
+    } else {
+        malloc_trim(0);
+        r = rss_poll_down_to(before + live + margin, 0);
+    }
+    long grown = r.last - before;
+    printf("    info: %zu blocks of 8 KiB and %d of 40 KiB live (%.2f MiB): RSS +%.2f MiB %s\n",
+           live_small, BIG, mib(live), mib(grown),
+           idle ? "once idle" : "after malloc_trim(0)");
+    CHECK(r.reached,
+          "%s RSS should hold the live blocks (%.2f MiB) and at most 256 KiB more; it grew by "
+          "%.2f MiB (%.0f KiB more for each 40 KiB block means each sits alone on a written "
+          "slice)", idle ? "once idle," : "after malloc_trim(0)", mib(live), mib(grown),
+          (double)(grown - live) / 1024.0 / BIG);
+    for (size_t i = 0; i < SLICES * PER_SLICE; i++)
+        free(smalls[i]);
+    for (size_t i = 0; i < BIG; i++)
+        free(bigs[i]);
+}
+
+static void child_short_pages_on_freed_slices_keep_no_written_tail(void)
+{
+    short_pages_scenario(false);
+}
+
+static void child_short_pages_on_freed_slices_keep_no_written_tail_idle(void)
+{
+    short_pages_scenario(true);
+}
+
+static void short_pages_on_freed_slices_keep_no_written_tail(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_short_pages_on_freed_slices_keep_no_written_tail", env, 30);
+    expect_child_passes_at_delay_50("child_short_pages_on_freed_slices_keep_no_written_tail_idle", 30);
+}
+
 /* The first byte of [p, p + n) that is not v, or n. */
 static size_t first_not(const unsigned char *p, size_t n, unsigned char v)
 {
@@ -6716,6 +6795,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_purge_delay_zero_returns_memory_at_once),
     CHILD_CASE(child_purge_delay_never_keeps_memory_until_malloc_trim),
     CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
+    CHILD_CASE(child_short_pages_on_freed_slices_keep_no_written_tail),
+    CHILD_CASE(child_short_pages_on_freed_slices_keep_no_written_tail_idle),
     CHILD_CASE(child_a_huge_block_holds_at_most_1_5x_its_size),
     CHILD_CASE(child_a_cached_huge_mapping_grows_where_it_is),
     CHILD_CASE(child_a_freed_huge_block_takes_its_cut_tail_back),
@@ -6865,6 +6946,7 @@ int main(int argc, char **argv)
     RUN_CASE(purge_delay_zero_returns_memory_at_once);
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
+    RUN_CASE(short_pages_on_freed_slices_keep_no_written_tail);
     RUN_CASE(a_huge_block_holds_at_most_1_5x_its_size);
     RUN_CASE(a_cached_huge_mapping_grows_where_it_is);
     RUN_CASE(a_freed_huge_block_takes_its_cut_tail_back);
