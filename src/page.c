@@ -1102,6 +1102,18 @@ static bool trimmed_test(const segment_t *seg, size_t off)
     return per != 0 && ((seg->trimmed[g / per] >> (g % per)) & 1);
 }
 
+/* Mark (or unmark) the OS page at byte offset `off` of `seg` as trimmed. */
+static void trimmed_mark(segment_t *seg, size_t off, bool trimmed)
+{
+    size_t per = trim_pages_per_slice();
+    if (per == 0)
+        return;
+    size_t g = off / os_info.page_size;
+    uint16_t bit = (uint16_t)(1u << (g % per));
+    seg->trimmed[g / per] = trimmed ? (uint16_t)(seg->trimmed[g / per] | bit)
+                                    : (uint16_t)(seg->trimmed[g / per] & ~bit);
+}
+
 ebb_racy_reader bool page_has_dropped(const page_t *page)
 {
     const segment_t *seg = page_segment(page);
@@ -1182,7 +1194,7 @@ static size_t page_tail_start(const page_t *page)
  * than the page it saves. */
 static void page_trim_tail(page_t *page, os_purge_batch_t *batch)
 {
-    size_t per = trim_pages_per_slice(), ps = os_info.page_size;
+    size_t ps = os_info.page_size;
     segment_t *seg = page_segment(page);
     size_t idx = (size_t)(page - seg->pages);
     size_t start_off = idx * SLICE_SIZE, end = (size_t)page->slice_count * SLICE_SIZE;
@@ -1191,8 +1203,7 @@ static void page_trim_tail(page_t *page, os_purge_batch_t *batch)
         size_t at = start_off + off;
         if (!((written >> (at / SLICE_SIZE)) & 1) || trimmed_test(seg, at))
             continue;
-        size_t g = at / ps;
-        seg->trimmed[g / per] |= (uint16_t)(1u << (g % per));
+        trimmed_mark(seg, at, true);
         os_purge_add(batch, (uint8_t *)seg + at, ps);
     }
 }
@@ -1252,8 +1263,7 @@ void page_trim(page_t *page, os_purge_batch_t *batch)
             all_free = bit_get(on_list, i) || bit_get(dropped, i);
         if (!all_free)
             continue;
-        size_t g = (start_off + off) / ps;
-        seg->trimmed[g / per] |= (uint16_t)(1u << (g % per));
+        trimmed_mark(seg, start_off + off, true);
         for (size_t i = i0; i <= i1; i++)
             bit_set(dropped, i);
         changed = true;
@@ -1336,11 +1346,9 @@ static bool page_restore_dropped(page_t *page)
     }
     /* Forget the trim of the blocks; the tail's marks stay (page_trim_tail). */
     segment_t *seg = page_segment(page);
-    size_t per = trim_pages_per_slice(), ps = os_info.page_size;
-    size_t first = (size_t)(page - seg->pages) * SLICE_SIZE / ps; /* OS page index */
-    size_t tail = first + page_tail_start(page) / ps;
-    for (size_t g = first; g < tail && per != 0; g++)
-        seg->trimmed[g / per] &= (uint16_t)~(1u << (g % per));
+    size_t start_off = (size_t)(page - seg->pages) * SLICE_SIZE, tail = page_tail_start(page);
+    for (size_t off = 0; off < tail; off += os_info.page_size)
+        trimmed_mark(seg, start_off + off, false);
     page->free = head;
     return head != NULL;
 }
