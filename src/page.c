@@ -178,8 +178,12 @@ static void retained_set(heap_t *heap, unsigned cls, page_t *page)
  * Free lists
  * ------------------------------------------------------------------------- */
 
+static void page_untrim(page_t *page, size_t from, size_t to);
+
 /* Carve up to PAGE_EXTEND_BYTES of not-yet-used blocks onto the (empty) free
- * list, in address order. */
+ * list, in address order. A trim may have given back the OS pages they lie
+ * on (page_trim_tail): the blocks are in use from now on, not dropped, so
+ * those marks go (the pages fault back in as the blocks are written). */
 static void page_extend(page_t *page)
 {
     size_t bs = page->block_size;
@@ -189,6 +193,8 @@ static void page_extend(page_t *page)
     size_t left = (size_t)page->reserved - page->capacity;
     if (n > left)
         n = left;
+    if (ebb_unlikely(page_has_dropped(page)))
+        page_untrim(page, (size_t)page->capacity * bs, ((size_t)page->capacity + n) * bs);
     uint8_t *first = page_start(page) + (size_t)page->capacity * bs;
     uint8_t *b = first;
     for (size_t i = 1; i < n; i++, b += bs)
@@ -1114,6 +1120,15 @@ static void trimmed_mark(segment_t *seg, size_t off, bool trimmed)
                                     : (uint16_t)(seg->trimmed[g / per] & ~bit);
 }
 
+/* Unmark the OS pages of bytes [from, to) of the page's run. */
+static void page_untrim(page_t *page, size_t from, size_t to)
+{
+    segment_t *seg = page_segment(page);
+    size_t ps = os_info.page_size, start_off = (size_t)(page - seg->pages) * SLICE_SIZE;
+    for (size_t off = from / ps * ps; off < to; off += ps)
+        trimmed_mark(seg, start_off + off, false);
+}
+
 ebb_racy_reader bool page_has_dropped(const page_t *page)
 {
     const segment_t *seg = page_segment(page);
@@ -1181,25 +1196,33 @@ static size_t page_tail_start(const page_t *page)
     return ((size_t)page->reserved * page->block_size + ps - 1) / ps * ps;
 }
 
-/* Give back the tail of a page that holds live blocks, where its slices were
- * written before the page took them (prewritten_slices), once: its OS pages
- * are marked in segment_t.trimmed like a trim's, which no block overlaps, so
- * page_dropped_count and page_restore_dropped never see them, and the
- * telemetry leaves them out. A class of eight-slice pages takes a shorter run
- * of freed, written slices (page_new_small): one 40 KiB block on one slice
- * left 24 KiB written behind it that no trim reached while the block lived
- * (review of a499784: 40 such blocks held +0.9 MiB after malloc_trim(0);
- * test_purge, short_pages_on_freed_slices_keep_no_written_tail). Not at the
- * page's creation: a madvise for every new short page would cost far more
- * than the page it saves. */
+/* Give back what lies past the blocks a page holding live blocks has carved,
+ * where its slices were written before the page took them
+ * (prewritten_slices), once. Two parts:
+ *   - its tail, past its last block: a class of eight-slice pages takes a
+ *     shorter run of freed, written slices (page_new_small), and one 40 KiB
+ *     block on one slice left 24 KiB written behind it that no trim reached
+ *     while the block lived (review of a499784: 40 such blocks held +0.9 MiB
+ *     after malloc_trim(0); test_purge,
+ *     short_pages_on_freed_slices_keep_no_written_tail);
+ *   - the blocks not carved yet (page_extend carves a few at a time): one
+ *     block of 5 KiB on a freed slice left the other 59 KiB written (test_purge,
+ *     uncarved_blocks_on_freed_slices_go_back: one block of each of 17 classes
+ *     held +1.30 MiB once idle).
+ * Its OS pages are marked in segment_t.trimmed like a trim's. No carved
+ * block overlaps them, so page_dropped_count and page_restore_dropped never
+ * see them, and the telemetry leaves them out; page_extend unmarks those it
+ * carves blocks over. Not at the page's creation: a madvise for every new
+ * page on written slices would cost far more than the page it saves. */
 static void page_trim_tail(page_t *page, os_purge_batch_t *batch)
 {
     size_t ps = os_info.page_size;
     segment_t *seg = page_segment(page);
     size_t idx = (size_t)(page - seg->pages);
     size_t start_off = idx * SLICE_SIZE, end = (size_t)page->slice_count * SLICE_SIZE;
+    size_t carved_end = ((size_t)page->capacity * page->block_size + ps - 1) / ps * ps;
     uint64_t written = atomic_load_explicit(&seg->prewritten_slices, memory_order_relaxed);
-    for (size_t off = page_tail_start(page); off < end; off += ps) {
+    for (size_t off = carved_end; off < end; off += ps) {
         size_t at = start_off + off;
         if (!((written >> (at / SLICE_SIZE)) & 1) || trimmed_test(seg, at))
             continue;

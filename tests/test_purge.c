@@ -2233,6 +2233,107 @@ static void short_pages_on_freed_slices_keep_no_written_tail(void)
     expect_child_passes_at_delay_50("child_short_pages_on_freed_slices_keep_no_written_tail_idle", 30);
 }
 
+/* A page carves its blocks a few at a time (page.c, page_extend): one block
+ * of 5 KiB on a one-slice page leaves the other 59 KiB of the slice to blocks
+ * not carved yet. On fresh slices those bytes were never written; on slices
+ * freed by another class and not purged yet they were, and while a block of
+ * the page lived no trim gave them back (review of a499784: about 54 KiB a
+ * page). Here 40 slices of 8 KiB blocks are written and freed, then one block
+ * of each class from 1,280 bytes to 20 KiB (17 classes, one page each, on
+ * those slices) lives: once memory came back, the process should hold those
+ * blocks and little more. `idle`: given back by the scavenger while the
+ * thread idles (the default delay); else by malloc_trim(0) with no
+ * background purge (EBB_PURGE_DELAY=-1). */
+static size_t first_not(const unsigned char *p, size_t n, unsigned char v);
+
+static void uncarved_scenario(bool idle)
+{
+    enum { FILL = 40 * 8, CLASSES = 17 };
+    static const size_t sizes[CLASSES] = {1280, 1536, 1792, 2048, 2560, 3072, 3584, 4096, 5120,
+                                          6144, 7168, 8192, 10240, 12288, 14336, 16384, 20480};
+    static unsigned char *fill[FILL], *one[CLASSES];
+    if (idle)
+        scavenger_start();
+    long before = idle ? rss_settled() : rss_now();
+    for (size_t i = 0; i < FILL; i++) {
+        fill[i] = malloc(8 * KiB);
+        REQUIRE(fill[i] != NULL, "malloc(8 KiB) failed");
+        touch(fill[i], 8 * KiB, 1);
+    }
+    for (size_t i = 0; i < FILL; i++)
+        free(fill[i]);
+    long live = 0;
+    for (size_t c = 0; c < CLASSES; c++) {
+        one[c] = malloc(sizes[c]);
+        REQUIRE(one[c] != NULL, "malloc(%zu) failed", sizes[c]);
+        touch(one[c], sizes[c], 2);
+        live += (long)sizes[c];
+    }
+    long margin = (long)(256 * KiB);
+    rss_poll_t r;
+    if (idle) {
+        r = rss_poll_down_to(before + live + margin, sparse_deadline_s() + idle_deadline_s());
+    } else {
+        malloc_trim(0);
+        r = rss_poll_down_to(before + live + margin, 0);
+    }
+    long grown = r.last - before;
+    printf("    info: one block of each of %d classes live (%.2f MiB): RSS +%.2f MiB %s\n",
+           CLASSES, mib(live), mib(grown), idle ? "once idle" : "after malloc_trim(0)");
+    CHECK(r.reached,
+          "%s RSS should hold the live blocks (%.2f MiB) and at most 256 KiB more; it grew by "
+          "%.2f MiB (%.0f KiB more for each page: the blocks it has not carved yet stay written)",
+          idle ? "once idle," : "after malloc_trim(0)", mib(live), mib(grown),
+          (double)(grown - live) / 1024.0 / CLASSES);
+    /* The pages carve their other blocks over the OS pages given back: each
+     * is handed out once, holds what was written into it, and survives
+     * another trim while it lives. */
+    enum { MORE = 12 };
+    static unsigned char *more[CLASSES][MORE];
+    for (size_t c = 0; c < CLASSES; c++)
+        for (size_t k = 0; k < MORE; k++) {
+            more[c][k] = malloc(sizes[c]);
+            REQUIRE(more[c][k] != NULL, "malloc(%zu) failed", sizes[c]);
+            touch(more[c][k], sizes[c], (unsigned char)(3 + k));
+        }
+    malloc_trim(0);
+    size_t bad = 0, same = 0;
+    for (size_t c = 0; c < CLASSES; c++) {
+        bad += first_not(one[c], sizes[c], 2) != sizes[c];
+        for (size_t k = 0; k < MORE; k++) {
+            bad += first_not(more[c][k], sizes[c], (unsigned char)(3 + k)) != sizes[c];
+            same += more[c][k] == one[c];
+            for (size_t j = 0; j < k; j++)
+                same += more[c][k] == more[c][j];
+        }
+    }
+    CHECK(bad == 0 && same == 0,
+          "blocks carved after the trim should be distinct and keep their bytes through "
+          "another trim: %zu blocks changed, %zu handed out twice", bad, same);
+    for (size_t c = 0; c < CLASSES; c++) {
+        free(one[c]);
+        for (size_t k = 0; k < MORE; k++)
+            free(more[c][k]);
+    }
+}
+
+static void child_uncarved_blocks_on_freed_slices_go_back(void)
+{
+    uncarved_scenario(false);
+}
+
+static void child_uncarved_blocks_on_freed_slices_go_back_idle(void)
+{
+    uncarved_scenario(true);
+}
+
+static void uncarved_blocks_on_freed_slices_go_back(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_uncarved_blocks_on_freed_slices_go_back", env, 30);
+    expect_child_passes_at_delay_50("child_uncarved_blocks_on_freed_slices_go_back_idle", 30);
+}
+
 /* The first byte of [p, p + n) that is not v, or n. */
 static size_t first_not(const unsigned char *p, size_t n, unsigned char v)
 {
@@ -6797,6 +6898,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_resident_slices_are_reused_before_purged_ones),
     CHILD_CASE(child_short_pages_on_freed_slices_keep_no_written_tail),
     CHILD_CASE(child_short_pages_on_freed_slices_keep_no_written_tail_idle),
+    CHILD_CASE(child_uncarved_blocks_on_freed_slices_go_back),
+    CHILD_CASE(child_uncarved_blocks_on_freed_slices_go_back_idle),
     CHILD_CASE(child_a_huge_block_holds_at_most_1_5x_its_size),
     CHILD_CASE(child_a_cached_huge_mapping_grows_where_it_is),
     CHILD_CASE(child_a_freed_huge_block_takes_its_cut_tail_back),
@@ -6947,6 +7050,7 @@ int main(int argc, char **argv)
     RUN_CASE(purge_delay_never_keeps_memory_until_malloc_trim);
     RUN_CASE(resident_slices_are_reused_before_purged_ones);
     RUN_CASE(short_pages_on_freed_slices_keep_no_written_tail);
+    RUN_CASE(uncarved_blocks_on_freed_slices_go_back);
     RUN_CASE(a_huge_block_holds_at_most_1_5x_its_size);
     RUN_CASE(a_cached_huge_mapping_grows_where_it_is);
     RUN_CASE(a_freed_huge_block_takes_its_cut_tail_back);
