@@ -193,8 +193,15 @@ static void page_extend(page_t *page)
     size_t left = (size_t)page->reserved - page->capacity;
     if (n > left)
         n = left;
-    if (ebb_unlikely(page_has_dropped(page)))
-        page_untrim(page, (size_t)page->capacity * bs, ((size_t)page->capacity + n) * bs);
+    size_t from = (size_t)page->capacity * bs, to = from + n * bs;
+    const segment_t *seg = page_segment(page);
+    size_t idx = (size_t)(page - seg->pages);
+    for (size_t s = from / SLICE_SIZE; s * SLICE_SIZE < to; s++) {
+        if (ebb_unlikely(seg->trimmed[idx + s] != 0)) { /* the slices the blocks lie on */
+            page_untrim(page, from, to);
+            break;
+        }
+    }
     uint8_t *first = page_start(page) + (size_t)page->capacity * bs;
     uint8_t *b = first;
     for (size_t i = 1; i < n; i++, b += bs)
