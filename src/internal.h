@@ -627,9 +627,10 @@ typedef struct segment_s {
      * live blocks elsewhere, and every block overlapping it is DROPPED: on
      * no free list and not live, handed out again only once the page's list
      * runs dry (page_restore_dropped) or its run is freed, both of which
-     * clear the run's bits. Also set for the OS pages of a page's tail, past
-     * its last block, that a trim gave back (page.c, page_trim_tail): no
-     * block overlaps them, and only a freed run or a new class clears them.
+     * clear the run's bits. Also set for the OS pages past a page's carved
+     * blocks that a trim gave back (page.c, page_trim_tail): no carved block
+     * overlaps them; page_extend clears those it carves blocks over, and a
+     * freed run or a new class clears the rest.
      * So a set bit is an OS page not resident (bar a
      * MADV_FREE purge the kernel has not taken yet): a trim never purges it
      * again, and the telemetry's committed bytes leave it out (stats.c).

@@ -95,7 +95,8 @@ ebb_racy_reader static void tally_small_page(const page_t *page, size_t run_byte
     sum->xthread_pending_bytes += remote * bs;
     uint64_t touched = round_up_u64(capacity * bs, os_info.page_size);
     uint64_t committed = run_committed(prewritten, run_bytes / SLICE_SIZE, touched);
-    /* Less the OS pages a trim gave back: they lie in the carved part. */
+    /* Less the OS pages a trim gave back: under dropped blocks, or past the
+     * carved ones (page.c, page_trim_tail). */
     const segment_t *seg = page_segment(page);
     size_t idx = (size_t)(page - seg->pages);
     uint64_t trimmed = 0;
