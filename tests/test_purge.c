@@ -2154,6 +2154,25 @@ static void resident_slices_are_reused_before_purged_ones(void)
     expect_child_passes("child_resident_slices_are_reused_before_purged_ones", env, 30);
 }
 
+/* The two ways memory comes back in the short-page cases below: by
+ * malloc_trim(0), with no background purge (EBB_PURGE_DELAY=-1), or, with
+ * `idle`, by the scavenger while the thread idles (the default delay). RSS
+ * polled down to `want`. */
+static rss_poll_t rss_after_trim_or_idle(bool idle, long want)
+{
+    if (idle)
+        return rss_poll_down_to(want, sparse_deadline_s() + idle_deadline_s());
+    malloc_trim(0);
+    return rss_poll_down_to(want, 0);
+}
+
+static void expect_trim_and_idle_children_pass(const char *trim_child, const char *idle_child)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes(trim_child, env, 30);
+    expect_child_passes_at_delay_50(idle_child, 30);
+}
+
 /* A page of 40 KiB blocks that a class of eight-slice pages takes on one
  * freed slice (page_new_small takes a resident run shorter than the class's
  * pages) holds one block: the 24 KiB after it were written, belong to no
@@ -2161,9 +2180,7 @@ static void resident_slices_are_reused_before_purged_ones(void)
  * fresh slices never writes them. So once memory came back, the process
  * should hold its live blocks and little more (review of a499784: 40 blocks
  * of 40 KiB on scattered freed slices kept +0.9 MiB, 24 KiB each, beyond
- * them). `idle`: given back by the scavenger while the thread idles (the
- * default delay); else by malloc_trim(0) with no background purge
- * (EBB_PURGE_DELAY=-1). */
+ * them). `idle`: as rss_after_trim_or_idle. */
 static void short_pages_scenario(bool idle)
 {
     enum { SLICES = 80, PER_SLICE = 8, BIG = 40 };
@@ -2194,13 +2211,7 @@ static void short_pages_scenario(bool idle)
         touch(bigs[i], big, 2);
     }
     long live = (long)(live_small * small + BIG * big), margin = (long)(256 * KiB);
-    rss_poll_t r;
-    if (idle) {
-        r = rss_poll_down_to(before + live + margin, sparse_deadline_s() + idle_deadline_s());
-    } else {
-        malloc_trim(0);
-        r = rss_poll_down_to(before + live + margin, 0);
-    }
+    rss_poll_t r = rss_after_trim_or_idle(idle, before + live + margin);
     long grown = r.last - before;
     printf("    info: %zu blocks of 8 KiB and %d of 40 KiB live (%.2f MiB): RSS +%.2f MiB %s\n",
            live_small, BIG, mib(live), mib(grown),
@@ -2228,9 +2239,8 @@ static void child_short_pages_on_freed_slices_keep_no_written_tail_idle(void)
 
 static void short_pages_on_freed_slices_keep_no_written_tail(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
-    expect_child_passes("child_short_pages_on_freed_slices_keep_no_written_tail", env, 30);
-    expect_child_passes_at_delay_50("child_short_pages_on_freed_slices_keep_no_written_tail_idle", 30);
+    expect_trim_and_idle_children_pass("child_short_pages_on_freed_slices_keep_no_written_tail",
+                                       "child_short_pages_on_freed_slices_keep_no_written_tail_idle");
 }
 
 /* A page carves its blocks a few at a time (page.c, page_extend): one block
@@ -2241,9 +2251,7 @@ static void short_pages_on_freed_slices_keep_no_written_tail(void)
  * page). Here 40 slices of 8 KiB blocks are written and freed, then one block
  * of each class from 1,280 bytes to 20 KiB (17 classes, one page each, on
  * those slices) lives: once memory came back, the process should hold those
- * blocks and little more. `idle`: given back by the scavenger while the
- * thread idles (the default delay); else by malloc_trim(0) with no
- * background purge (EBB_PURGE_DELAY=-1). */
+ * blocks and little more. `idle`: as rss_after_trim_or_idle. */
 static size_t first_not(const unsigned char *p, size_t n, unsigned char v);
 
 static void uncarved_scenario(bool idle)
@@ -2270,13 +2278,7 @@ static void uncarved_scenario(bool idle)
         live += (long)sizes[c];
     }
     long margin = (long)(256 * KiB);
-    rss_poll_t r;
-    if (idle) {
-        r = rss_poll_down_to(before + live + margin, sparse_deadline_s() + idle_deadline_s());
-    } else {
-        malloc_trim(0);
-        r = rss_poll_down_to(before + live + margin, 0);
-    }
+    rss_poll_t r = rss_after_trim_or_idle(idle, before + live + margin);
     long grown = r.last - before;
     printf("    info: one block of each of %d classes live (%.2f MiB): RSS +%.2f MiB %s\n",
            CLASSES, mib(live), mib(grown), idle ? "once idle" : "after malloc_trim(0)");
@@ -2329,9 +2331,8 @@ static void child_uncarved_blocks_on_freed_slices_go_back_idle(void)
 
 static void uncarved_blocks_on_freed_slices_go_back(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
-    expect_child_passes("child_uncarved_blocks_on_freed_slices_go_back", env, 30);
-    expect_child_passes_at_delay_50("child_uncarved_blocks_on_freed_slices_go_back_idle", 30);
+    expect_trim_and_idle_children_pass("child_uncarved_blocks_on_freed_slices_go_back",
+                                       "child_uncarved_blocks_on_freed_slices_go_back_idle");
 }
 
 /* The first byte of [p, p + n) that is not v, or n. */
