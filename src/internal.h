@@ -627,20 +627,23 @@ typedef struct segment_s {
      * live blocks elsewhere, and every block overlapping it is DROPPED: on
      * no free list and not live, handed out again only once the page's list
      * runs dry (page_restore_dropped) or its run is freed, both of which
-     * clear the run's bits. Also set for the OS pages past a page's carved
-     * blocks that a trim gave back (page.c, page_trim_tail): no carved block
-     * overlaps them; page_extend clears those it carves blocks over, and a
-     * freed run or a new class clears the rest.
-     * So a set bit is an OS page not resident (bar a
-     * MADV_FREE purge the kernel has not taken yet): a trim never purges it
-     * again, and the telemetry's committed bytes leave it out (stats.c).
+     * clear the run's bits. Also set for the OS pages past the blocks a page
+     * has carved (its blocks not carved yet, and its tail past its last
+     * block) that a trim gave back on slices written before the page took
+     * them (page.c, page_trim_tail): no carved block overlaps them, so they
+     * are never counted as dropped; page_extend clears those it carves
+     * blocks over, and a freed run or a new class the rest. So a set bit
+     * is an OS page not resident (bar a MADV_FREE purge the kernel has not
+     * taken yet): a trim never purges it again, and the telemetry's
+     * committed bytes leave it out (stats.c).
      * Pages inside a block of several OS pages are marked and their block
      * dropped like any other (issue 3: unmarked, they were purged again by
      * every trim and counted as committed). 16 bits: OS pages of at least
      * 4 KiB (a trim does nothing with smaller ones), so at most
      * SLICES_PER_SEGMENT * 16 marked pages per segment. Written by whoever
-     * may touch the page's free list (its owner under its heap lock, a
-     * scavenger that quiesced the heap, the abandoned-segment pass with the
+     * may touch the page's free list (its owner under its heap lock or, in
+     * page_extend, on the lock-free refill path inside its busy window; a
+     * scavenger that quiesced the heap; the abandoned-segment pass with the
      * segment off its list); read by the telemetry, racily, like the page
      * fields. Here rather than in page_t: see page_t's block counts. */
     uint16_t trimmed[SLICES_PER_SEGMENT];
