@@ -687,22 +687,20 @@ typedef struct page_queue_s {
 /* A thread's heap. Everything here is owner-only unless marked. */
 typedef struct heap_s {
     /* The malloc fast path: direct[(size + 15) / 16] is the page to pop from
-     * for that size (the first page of its class queue, or the page behind
-     * it after a turn: page.c, page_turn_to_next), or the empty page. */
+     * for that size (the first page of its class queue), or the empty page. */
     /* Written by the owner, and by the scavenger while it has the heap
      * quiesced (release); the fast path reads it with acquire (a plain load on
      * x86-64) so that it sees the pages as the scavenger left them. */
     _Atomic(page_t *) direct[DIRECT_SLOTS];
     /* The same per class, for the fast path of sizes above DIRECT_MAX up to
      * SMALL_MAX (indexed by size_class): the first page of the class queue,
-     * the page behind it after a turn, or the empty page; for a hot class
-     * (PAGE_HOT), also the page of the owner's last free into a page of the
-     * class in use. A slot naming a page other than the first does so until
-     * that page runs dry (the malloc slow path points it back at the first)
-     * or leaves the queue (every path that takes a page out of a queue
-     * updates its class's slots). Written and read as direct[]; the owner
-     * writes the slots on lock-free paths too (turns, hot frees), which the
-     * scavenger's quiescing allows for (heap.c, step 4). */
+     * or the empty page; for a hot class (PAGE_HOT), also the page of the
+     * owner's last free into a page of the class in use, until that page
+     * runs dry (the malloc slow path points it back at the first) or leaves
+     * the queue (every path that takes a page out of a queue updates its
+     * class's slots). Written and read as direct[]; the owner writes a hot
+     * class's slot on lock-free paths too, which the scavenger's quiescing
+     * allows for (heap.c, step 4). */
     _Atomic(page_t *) direct_class[CLASS_COUNT];
     /* Pages with (possibly) free blocks, per size class, most useful first. */
     page_queue_t queues[CLASS_COUNT];

@@ -5,8 +5,7 @@
  *   free         malloc pops from here and the owner's frees push here (LIFO:
  *                the block just freed is the next one handed out, still warm
  *                in the cache, when malloc pops from the page it went to: the
- *                first of the class queue, or the page behind it after a
- *                turn (page_turn_to_next), or for a hot class the page of the
+ *                first of the class queue, or for a hot class the page of the
  *                owner's last free, internal.h PAGE_HOT);
  *   xthread_free other threads' frees, pushed with one CAS, collected by the
  *                owner with one exchange when `free` runs dry.
@@ -127,12 +126,16 @@ static void queue_push_back(page_queue_t *q, page_t *page)
     q->last = page;
 }
 
-/* Point the slots of class `cls` at `page`: its direct_class slot and, for
- * the sizes up to DIRECT_MAX, its direct slots. Slot w serves sizes
- * (16(w-1), 16w], which all round to the class of size 16w. */
-static void heap_slots_point(heap_t *heap, unsigned cls, page_t *page)
+/* Point the direct slots of class `cls` at the first page of its queue. Slot w
+ * serves sizes (16(w-1), 16w], which all round to the class of size 16w. */
+void heap_direct_update(heap_t *heap, unsigned cls)
 {
     uint32_t size = class_block_size[cls];
+    /* While the scavenger holds the heap quiesced, every slot must stay at
+     * page_empty (heap.c, step 2): it restores them all when it is done. */
+    if (atomic_load_explicit(&heap->revoked, memory_order_relaxed))
+        return;
+    page_t *page = heap->queues[cls].first ? heap->queues[cls].first : &page_empty;
     atomic_store_explicit(&heap->direct_class[cls], page, memory_order_release);
     if (size > DIRECT_MAX)
         return;
@@ -141,16 +144,6 @@ static void heap_slots_point(heap_t *heap, unsigned cls, page_t *page)
     size_t lo = cls == 0 ? 0 : class_block_size[cls - 1] / 16 + 1;
     for (size_t w = lo; w <= size / 16; w++)
         atomic_store_explicit(&heap->direct[w], page, memory_order_release);
-}
-
-/* Point the slots of class `cls` at the first page of its queue. */
-void heap_direct_update(heap_t *heap, unsigned cls)
-{
-    /* While the scavenger holds the heap quiesced, every slot must stay at
-     * page_empty (heap.c, step 2): it restores them all when it is done. */
-    if (atomic_load_explicit(&heap->revoked, memory_order_relaxed))
-        return;
-    heap_slots_point(heap, cls, heap->queues[cls].first ? heap->queues[cls].first : &page_empty);
 }
 
 /* The in_full value of a page of class `cls` that sits in `heap`'s class
@@ -597,32 +590,10 @@ static void *page_refill_first(heap_t *heap, unsigned cls)
         if (page->free == NULL)
             return NULL;
     }
-    /* The slots may name another page, now dry: of a hot class, the one a
-     * free pointed them at (alloc.h); of any class, the page behind the
-     * first after a turn (below). Back to the first. */
-    heap_slots_point(heap, cls, page);
+    /* The slot may name another page of a hot class, the one a free pointed
+     * it at (alloc.h), now dry: back to the first. */
+    atomic_store_explicit(&heap->direct_class[cls], page, memory_order_relaxed);
     return page_pop(page);
-}
-
-/* Also without the lock, when page_refill_first found the class's first page
- * dry: the page right behind it, if its owner freed blocks into it. The
- * slots point at it and the queue stays as it is; the next refill goes back
- * to the first page once that has blocks again. A working set a little over
- * a page's worth of blocks (bench_core pair 1024: 65 blocks cycle over pages
- * of 64) turns between two pages every 65 pairs or so. Through the locked
- * path, each turn moved a page to the queue's front and back: about 560
- * instructions, two locked exchanges, 200 ns (docs/benchmarks.md, "A
- * working set one block over a page"). Blocks freed by their owner are taken
- * before new ones are carved, as queue_find_room does. Like a refill, a turn
- * runs no purge poll: the locked paths that leave memory to purge poll. */
-static void *page_turn_to_next(heap_t *heap, unsigned cls)
-{
-    page_t *first = heap->queues[cls].first;
-    page_t *next = first != NULL ? first->next : NULL;
-    if (next == NULL || next->free == NULL)
-        return NULL;
-    heap_slots_point(heap, cls, next);
-    return page_pop(next);
 }
 
 static inline void heap_note_slow(heap_t *heap)
@@ -695,8 +666,6 @@ void *page_alloc_slow(heap_t *heap, unsigned cls)
         !atomic_load_explicit(&heap->xfull_pending, memory_order_relaxed) &&
         !atomic_load_explicit(&heap->collect_asked, memory_order_relaxed)) {
         void *block = page_refill_first(heap, cls);
-        if (block == NULL)
-            block = page_turn_to_next(heap, cls);
         if (block) {
             busy_leave();
             return block;

@@ -1325,46 +1325,6 @@ static void a_block_above_1_kib_just_freed_is_the_next_one_handed_out(void)
     }
 }
 
-/* A ring one block over a page's worth of blocks: the class's two pages
- * take turns (page.c, page_turn_to_next: the slots point at the page behind
- * the first without the lock, and back). Every block must keep what was
- * written into it until it is freed, and none may be handed out twice (a
- * block handed out while live would be overwritten, and its check fail). The
- * rings: 1,025 blocks of 64 bytes, 257 of 256, 65 of 1,024, 33 of 2,048
- * (64 KiB pages), 1,024 of 1,024 (over 16 pages). */
-static void a_ring_one_block_over_a_page_keeps_every_block(void)
-{
-    enum { STEPS = 100000, RING_MAX = 1025 };
-    static unsigned char *ring[RING_MAX];
-    static const struct { size_t size, live; } rings[] = {
-        {64, 1025}, {256, 257}, {1024, 65}, {2048, 33}, {1024, 1024}};
-    FOR_EACH_API(a) {
-        for (size_t k = 0; k < sizeof rings / sizeof rings[0]; k++) {
-            size_t size = rings[k].size, live = rings[k].live;
-            for (size_t i = 0; i < live; i++) {
-                ring[i] = a->malloc_fn(size);
-                REQUIRE(ring[i] != NULL, "%s malloc(%zu): expected a block", a->name, size);
-                memset(ring[i], (int)(i & 0xFF), size);
-            }
-            size_t bad = 0;
-            for (size_t i = live; i < live + STEPS; i++) {
-                unsigned char *p = a->malloc_fn(size);
-                REQUIRE(p != NULL, "%s malloc(%zu): expected a block", a->name, size);
-                memset(p, (int)(i & 0xFF), size);
-                unsigned char *old = ring[i % live];
-                unsigned char want = (unsigned char)((i - live) & 0xFF);
-                bad += old[0] != want || old[size / 2] != want || old[size - 1] != want;
-                a->free_fn(old);
-                ring[i % live] = p;
-            }
-            CHECK(bad == 0, "%s: %zu live blocks of %zu bytes, %d steps: %zu blocks changed while "
-                  "live (handed out twice?)", a->name, live, size, STEPS, bad);
-            for (size_t i = 0; i < live; i++)
-                a->free_fn(ring[i]);
-        }
-    }
-}
-
 /* ------------------------------------------------------------------------
  * Alignment of everything, version
  * ---------------------------------------------------------------------- */
@@ -1464,7 +1424,6 @@ int main(void)
     RUN_CASE(free_aligned_sized_releases_blocks);
     RUN_CASE(cfree_releases_blocks);
     RUN_CASE(a_block_above_1_kib_just_freed_is_the_next_one_handed_out);
-    RUN_CASE(a_ring_one_block_over_a_page_keeps_every_block);
     RUN_CASE(malloc_trim_returns_reverse_freed_small_blocks_to_os);
     RUN_CASE(mallopt_is_accepted_and_returns_1);
     RUN_CASE(libc_internal_names_allocate_from_ebb);
