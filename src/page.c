@@ -193,15 +193,7 @@ static void page_extend(page_t *page)
     size_t left = (size_t)page->reserved - page->capacity;
     if (n > left)
         n = left;
-    size_t from = (size_t)page->capacity * bs, to = from + n * bs;
-    const segment_t *seg = page_segment(page);
-    size_t idx = (size_t)(page - seg->pages);
-    for (size_t s = from / SLICE_SIZE; s * SLICE_SIZE < to; s++) {
-        if (ebb_unlikely(seg->trimmed[idx + s] != 0)) { /* the slices the blocks lie on */
-            page_untrim(page, from, to);
-            break;
-        }
-    }
+    page_untrim(page, (size_t)page->capacity * bs, ((size_t)page->capacity + n) * bs);
     uint8_t *first = page_start(page) + (size_t)page->capacity * bs;
     uint8_t *b = first;
     for (size_t i = 1; i < n; i++, b += bs)
@@ -1127,13 +1119,20 @@ static void trimmed_mark(segment_t *seg, size_t off, bool trimmed)
                                     : (uint16_t)(seg->trimmed[g / per] & ~bit);
 }
 
-/* Unmark the OS pages of bytes [from, to) of the page's run. */
+/* Unmark the OS pages of bytes [from, to) of the page's run. A slice with no
+ * mark costs one load (page_extend calls this on every carve). */
 static void page_untrim(page_t *page, size_t from, size_t to)
 {
     segment_t *seg = page_segment(page);
-    size_t ps = os_info.page_size, start_off = (size_t)(page - seg->pages) * SLICE_SIZE;
-    for (size_t off = from / ps * ps; off < to; off += ps)
-        trimmed_mark(seg, start_off + off, false);
+    size_t ps = os_info.page_size, idx = (size_t)(page - seg->pages);
+    for (size_t s = from / SLICE_SIZE; s * SLICE_SIZE < to; s++) {
+        if (ebb_likely(seg->trimmed[idx + s] == 0))
+            continue;
+        size_t lo = s * SLICE_SIZE > from ? s * SLICE_SIZE : from / ps * ps;
+        size_t hi = (s + 1) * SLICE_SIZE < to ? (s + 1) * SLICE_SIZE : to;
+        for (size_t off = lo; off < hi; off += ps)
+            trimmed_mark(seg, idx * SLICE_SIZE + off, false);
+    }
 }
 
 ebb_racy_reader bool page_has_dropped(const page_t *page)
@@ -1375,10 +1374,7 @@ static bool page_restore_dropped(page_t *page)
         }
     }
     /* Forget the trim of the blocks; the tail's marks stay (page_trim_tail). */
-    segment_t *seg = page_segment(page);
-    size_t start_off = (size_t)(page - seg->pages) * SLICE_SIZE, tail = page_tail_start(page);
-    for (size_t off = 0; off < tail; off += os_info.page_size)
-        trimmed_mark(seg, start_off + off, false);
+    page_untrim(page, 0, page_tail_start(page));
     page->free = head;
     return head != NULL;
 }
