@@ -4,6 +4,7 @@
  *
  *   bench_core pair SIZE [N]        N malloc(SIZE)/free pairs
  *   bench_core rand LO HI [N]       N pairs of uniform random sizes in [LO, HI]
+ *   bench_core ring SIZE LIVE [N]   as pair, with a ring of LIVE blocks (1..1048576)
  *
  * Both keep a ring of PAIR_RING live blocks: each iteration allocates one block
  * and frees the oldest, so a new block is usually not the one just freed (no
@@ -74,6 +75,31 @@ BENCH_NOINLINE uint64_t bench_rand_loop(unsigned char **ring, size_t *sizes, siz
 	return check;
 }
 
+/* As bench_pair_loop with a ring of `live` blocks: the working set of a FIFO
+ * that holds `live` blocks (`pair` is `ring SIZE 64`). Blocks of ring[k]
+ * carry the byte of the iteration that allocated them, as in pair. */
+BENCH_NOINLINE uint64_t bench_ring_loop(unsigned char **ring, size_t live, size_t size, uint64_t n)
+{
+	uint64_t check = 0;
+	size_t slot = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned char *p = malloc(size);
+		if (bench_unlikely(p == NULL))
+			bench_die("malloc(%zu) returned NULL", size);
+		p[0] = (unsigned char)i;
+		unsigned char *old = ring[slot];
+		unsigned char want = (unsigned char)(i - live);
+		if (bench_unlikely(old[0] != want))
+			bench_corrupt("ring", i, old[0], want);
+		check += old[0];
+		free(old);
+		ring[slot] = p;
+		if (++slot == live)
+			slot = 0;
+	}
+	return check;
+}
+
 /* Fills the ring as if iterations -PAIR_RING..-1 had run, with blocks of lo. */
 static void ring_fill(unsigned char **ring, size_t *sizes, size_t lo)
 {
@@ -96,6 +122,7 @@ static int usage(void)
 	fprintf(stderr,
 	        "usage: bench_core pair SIZE [N]    N malloc/free pairs of SIZE bytes (default N=%llu)\n"
 	        "       bench_core rand LO HI [N]   N pairs of random sizes in [LO, HI] (default N=%llu)\n"
+	        "       bench_core ring SIZE LIVE [N]  as pair, LIVE blocks live (1..1048576)\n"
 	        "The allocator measured is the process's malloc: select it with LD_PRELOAD.\n",
 	        PAIR_N_DEFAULT, RAND_N_DEFAULT);
 	return 2;
@@ -131,6 +158,26 @@ int main(int argc, char **argv)
 		double ms = now_ms() - t0;
 		ring_free(ring);
 		bench_result("rand", ms, "lo=%zu hi=%zu n=%" PRIu64, lo, hi, n);
+		return 0;
+	}
+	if (argc >= 4 && strcmp(argv[1], "ring") == 0 && argc <= 5) {
+		size_t size = arg_u64(argc, argv, 2, 0, "SIZE");
+		size_t live = arg_u64(argc, argv, 3, 0, "LIVE");
+		uint64_t n = arg_u64(argc, argv, 4, PAIR_N_DEFAULT, "N");
+		if (size == 0 || live == 0 || live > 1048576 || n == 0)
+			return usage();
+		unsigned char **blocks = xmalloc(live * sizeof *blocks);
+		for (size_t k = 0; k < live; k++) {
+			blocks[k] = xmalloc(size);
+			blocks[k][0] = (unsigned char)(k - live);
+		}
+		double t0 = now_ms();
+		bench_sink = bench_ring_loop(blocks, live, size, n);
+		double ms = now_ms() - t0;
+		for (size_t k = 0; k < live; k++)
+			free(blocks[k]);
+		free(blocks);
+		bench_result("ring", ms, "size=%zu live=%zu n=%" PRIu64, size, live, n);
 		return 0;
 	}
 	return usage();
