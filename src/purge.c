@@ -413,12 +413,17 @@ static bool purge_segments(bool force)
  * New pages waiting for their first look at idle (SPARSE_FRESH,
  * SPARSE_FRESH_HOT) are work for a scavenger that exists, not a reason to
  * start one. */
-static bool purge_resident_pending(int sparse_bits)
+static bool purge_listed(void)
 {
     lock_acquire(&purge_lock);
     bool listed = purge_first != NULL;
     lock_release(&purge_lock);
-    return listed || huge_cache_pending() || segment_abandoned_pending() ||
+    return listed;
+}
+
+static bool purge_resident_pending(int sparse_bits)
+{
+    return purge_listed() || huge_cache_pending() || segment_abandoned_pending() ||
            heap_scavenge_pending(sparse_bits) ||
            (debug_enabled && (debug_reuse_pending() || debug_quarantine_pending()));
 }
@@ -428,6 +433,16 @@ static bool purge_resident_pending(int sparse_bits)
 static bool purge_pending(int sparse_bits)
 {
     return purge_resident_pending(sparse_bits) || segment_cache_pending();
+}
+
+/* What a solo process's inline pass (purge_poll) can still do: all of the
+ * above but the visit to its one heap. That visit trims pages and takes back
+ * the kept ones once the owner has been idle, and the owner is the caller,
+ * in the middle of an allocator call: only a scavenger ever does it. */
+static bool purge_pending_solo(void)
+{
+    return purge_listed() || huge_cache_pending() || segment_abandoned_pending() ||
+           segment_cache_pending();
 }
 
 /* One pass; the caller holds pass_lock. True if work remains for later. */
@@ -706,9 +721,18 @@ void purge_poll(bool may_start)
                           memory_order_relaxed);
     bool pending = purge_pass_locked(false);
     pass_drop();
+    /* A solo process's heap marks (pages to trim, a kept page) wait for a
+     * scavenger; counted as pending, they kept purge_work set for good, and
+     * every slow path read the clock (a FIFO of 100 blocks of 1 KiB: three
+     * reads every 100 mallocs, 340 instructions of the 1,500 its pages'
+     * turns cost; docs/benchmarks.md). A thread's start asks for them again
+     * (scavenger_main). */
+    bool solo = purge_solo();
+    if (solo)
+        pending = purge_pending_solo();
     if (!pending) {
         atomic_store(&purge_work, 0);
-        if (purge_pending(SPARSE_ALL))
+        if (solo ? purge_pending_solo() : purge_pending(SPARSE_ALL))
             atomic_store(&purge_work, 1);
     }
 }

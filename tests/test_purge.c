@@ -5373,6 +5373,56 @@ static void solo_process_keeps_a_bounded_few_frees_for_its_own_passes(void)
                                     30);
 }
 
+/* A solo process's inline passes run only for work they can do. Its heap's
+ * marks (a page with blocks freed into it since it was full, waiting for the
+ * trim once the thread idles) can only be served by a scavenger, which a
+ * solo process does not have; counted as work left, they kept a pass due
+ * every purge delay for as long as the process made allocator calls, each
+ * slow path reading the clock for it. Here: one 64-byte block freed out of
+ * a full page (the mark), then ten allocation slow paths 40 ms apart that
+ * free nothing. Before the change 4 passes ran in those 360 ms. */
+static void child_solo_process_runs_no_pass_for_its_own_heap_marks(void)
+{
+    expect_no_scavenger_yet("at the start");
+    REQUIRE(__libc_single_threaded, "the process should be single-threaded for glibc");
+    enum { PAGE_BLOCKS = 1024, SMALL = 3 * PAGE_BLOCKS + 1, ROUNDS = 10 }; /* 64 KiB pages */
+    static void *small[SMALL];
+    /* Three pages' worth: the page in the middle is ours alone (the harness
+     * may have started the first), full, and on the full list. */
+    for (int i = 0; i < SMALL; i++)
+        REQUIRE((small[i] = malloc(64)) != NULL, "malloc(64) returned NULL");
+    free(small[SMALL / 2]); /* into a full page: the mark */
+    small[SMALL / 2] = NULL;
+    sleep_ms(2 * opt_purge_delay_ms()); /* the first pass may find the mark */
+    void *big[ROUNDS];
+    REQUIRE((big[0] = malloc(150 * KiB)) != NULL, "malloc(150 KiB) returned NULL");
+    touch(big[0], 4 * KiB, 1); /* so that the compiler keeps the call */
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    uint64_t passes0 = st.purge_passes;
+    for (int k = 1; k < ROUNDS; k++) { /* a large run each: alloc_generic's poll */
+        sleep_ms(40);
+        REQUIRE((big[k] = malloc(150 * KiB)) != NULL, "malloc(150 KiB) returned NULL");
+        touch(big[k], 4 * KiB, k + 1);
+    }
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    uint64_t passes = st.purge_passes - passes0;
+    printf("    info: solo, one page marked: %llu inline passes in %d slow paths over %d ms\n",
+           (unsigned long long)passes, ROUNDS - 1, (ROUNDS - 1) * 40);
+    CHECK(passes <= 1, "a solo process with nothing to purge but its own heap's marks should run "
+          "no inline passes for them; %llu ran", (unsigned long long)passes);
+    expect_no_scavenger_yet("after its allocations");
+    for (int k = 0; k < ROUNDS; k++)
+        free(big[k]);
+    for (int i = 0; i < SMALL; i++)
+        free(small[i]);
+}
+
+static void solo_process_runs_no_pass_for_its_own_heap_marks(void)
+{
+    expect_child_passes_at_delay_50("child_solo_process_runs_no_pass_for_its_own_heap_marks", 10);
+}
+
 static pthread_barrier_t solo_barrier;
 
 static void *solo_sleeper_main(void *arg)
@@ -6945,6 +6995,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_fork_amid_racing_passes_purged_not_unmapped),
     CHILD_CASE(child_idle_process_gets_no_wakeups),
     CHILD_CASE(child_solo_process_keeps_a_bounded_few_frees_for_its_own_passes),
+    CHILD_CASE(child_solo_process_runs_no_pass_for_its_own_heap_marks),
     CHILD_CASE(child_process_with_a_thread_is_not_solo),
     CHILD_CASE(child_process_turning_threaded_gets_its_scavenger_at_once),
     CHILD_CASE(child_debug_mode_single_thread_quarantine_drains_while_idle),
@@ -6999,6 +7050,7 @@ int main(int argc, char **argv)
     RUN_CASE(idle_process_gets_no_wakeups_and_thread_starts_lazily);
     RUN_CASE(forked_child_starts_its_scavenger_lazily);
     RUN_CASE(solo_process_keeps_a_bounded_few_frees_for_its_own_passes);
+    RUN_CASE(solo_process_runs_no_pass_for_its_own_heap_marks);
     RUN_CASE(process_with_a_thread_is_not_solo);
     RUN_CASE(process_turning_threaded_gets_its_scavenger_at_once);
     RUN_CASE(debug_mode_single_thread_quarantine_drains_while_idle);
