@@ -513,8 +513,15 @@ typedef struct page_s {
      * (above). Any nonzero value sends the free fast path off its common
      * branch (page_free_local_flagged). */
     uint8_t in_full;
-    /* Owner-only. A large page's block is known to be zero (fresh from the OS). */
-    uint8_t is_zero;
+    union {
+        /* PAGE_LARGE, owner-only: its block is known to be zero (fresh from
+         * the OS). */
+        uint8_t is_zero;
+        /* PAGE_SMALL, owner-only: queue_find_room found the page dry and
+         * moved it to the back of its queue rather than to the full list,
+         * and has not found it with free blocks since (page.c). */
+        uint8_t rotated;
+    };
     /* Written by the owner: the page is its heap's retained[] page for its
      * class (page.c, retained_set). Read by the scavenger, which must not
      * free such a page without quiescing the heap (page_steal_if_free). */
