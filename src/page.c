@@ -607,8 +607,8 @@ static bool page_restore_dropped(page_t *page);
  * the page that just ran dry holds the oldest blocks, the next ones freed:
  * sent to the full list, it came back through page_unfull at the next free,
  * each turn of the FIFO a trip through both slow paths and the lock, about
- * 500 instructions. bench_core ring 1024 100: 76.1 -> 70.6 ms, ring 768 100
- * 72.2 -> 64.6 ms, ring 512 200 66.1 -> 61.4 ms (7 interleaved runs; tcmalloc
+ * 500 instructions. bench_core ring 1024 100: 74.0 -> 69.3 ms, ring 768 100
+ * 70.9 -> 63.6 ms, ring 512 200 63.2 -> 58.6 ms (7 interleaved runs; tcmalloc
  * 43-46); docs/benchmarks.md. A page that stays full costs one more visit
  * before the full list takes it, and is marked for the idle trim as a page
  * leaving the full list is. */
