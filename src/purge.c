@@ -406,13 +406,7 @@ static bool purge_segments(bool force)
  * The pass
  * ------------------------------------------------------------------------- */
 
-/* Does any source of work hold resident memory a pass would give back? All
- * but the segment cache: the slices of cached segments are on the purge list
- * while dirty, so what the cache itself waits for is address space (unmaps).
- * `sparse_bits`: which marks of live heaps count (heap_t.sparse_pending).
- * New pages waiting for their first look at idle (SPARSE_FRESH,
- * SPARSE_FRESH_HOT) are work for a scavenger that exists, not a reason to
- * start one. */
+/* Is any segment on the purge list (freed slices waiting for their delay)? */
 static bool purge_listed(void)
 {
     lock_acquire(&purge_lock);
@@ -421,6 +415,13 @@ static bool purge_listed(void)
     return listed;
 }
 
+/* Does any source of work hold resident memory a pass would give back? All
+ * but the segment cache: the slices of cached segments are on the purge list
+ * while dirty, so what the cache itself waits for is address space (unmaps).
+ * `sparse_bits`: which marks of live heaps count (heap_t.sparse_pending).
+ * New pages waiting for their first look at idle (SPARSE_FRESH,
+ * SPARSE_FRESH_HOT) are work for a scavenger that exists, not a reason to
+ * start one. */
 static bool purge_resident_pending(int sparse_bits)
 {
     return purge_listed() || huge_cache_pending() || segment_abandoned_pending() ||
