@@ -1009,6 +1009,9 @@ static void *rss_monitor_main(void *arg)
 
 typedef struct fm_result_s {
     long base, peak, end;
+    /* Debug mode: bytes its quarantine and reuse cache held at the end
+     * (ebb_stats), each bounded on its own; 0 in release mode. */
+    long debug_held;
     bool back;
 } fm_result_t;
 
@@ -1043,6 +1046,9 @@ static fm_result_t fm_run(long iters, long idle_margin)
     crew_open(&crew);
     crew_wait_parked(&crew);
     res.end = rss_now();
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    if (ebb_stats_get(&st) == 0)
+        res.debug_held = (long)(st.debug_quarantine_bytes + st.debug_reuse_bytes);
     long hwm = have_hwm ? rss_peak_since_reset() : -1;
     double dt = check_now() - t0;
     atomic_store(&mon.active, 0);
@@ -1053,8 +1059,9 @@ static fm_result_t fm_run(long iters, long idle_margin)
     if (res.end > res.peak)
         res.peak = res.end;
     printf("    info: 8 x %ld iterations in %.2f s: peak +%.1f MiB (sampled +%.1f), held at the end "
-           "+%.1f MiB\n",
-           iters, dt, mib(res.peak - res.base), mib(sampled - res.base), mib(res.end - res.base));
+           "+%.1f MiB (of it in debug mode's quarantine and reuse cache: %.1f MiB)\n",
+           iters, dt, mib(res.peak - res.base), mib(sampled - res.base), mib(res.end - res.base),
+           mib(res.debug_held));
     char what[64];
     snprintf(what, sizeof what, "8 x %ld x malloc(1..70,000), idle", iters);
     res.back = expect_rss_back(res.base, idle_margin, res.end, what);
@@ -1116,9 +1123,17 @@ static void child_debug_mode_random_sizes_stay_within_bound(void)
     CHECK(b.peak - b.base <= bound,
           "debug mode, 8 x 120,000: peak within %.1f MiB of the start; it was +%.1f MiB", mib(bound),
           mib(b.peak - b.base));
-    CHECK(b.end - b.base <= a.end - a.base + (long)MiB,
+    /* Without the quarantine and the reuse cache, whose content at the end
+     * is a matter of which random sizes were freed last (each has its own
+     * bound, checked above and in the quarantine's cases): with them, two
+     * runs of 8 x 30,000 from the same start ended 2.3 MiB apart
+     * (bench_seeds fastmm 0 30000, debug mode), and a clean CI machine once
+     * saw 8 x 120,000 end 1.4 MiB above 8 x 30,000 (stop 43). */
+    long a_held = a.end - a.base - a.debug_held, b_held = b.end - b.base - b.debug_held;
+    CHECK(b_held <= a_held + (long)MiB,
           "no ratchet in debug mode: 8 x 120,000 should end holding at most 1 MiB more than "
-          "8 x 30,000; it held +%.1f MiB against +%.1f MiB", mib(b.end - b.base), mib(a.end - a.base));
+          "8 x 30,000, beside the quarantine and reuse cache; it held +%.1f MiB against +%.1f MiB",
+          mib(b_held), mib(a_held));
 }
 
 static void debug_mode_random_sizes_stay_within_bound(void)
