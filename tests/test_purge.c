@@ -5394,8 +5394,9 @@ static void solo_process_keeps_a_bounded_few_frees_for_its_own_passes(void)
  * solo process does not have; counted as work left, they kept a pass due
  * every purge delay for as long as the process made allocator calls, each
  * slow path reading the clock for it. Here: one 64-byte block freed out of
- * a full page (the mark), then ten allocation slow paths 40 ms apart that
- * free nothing. Before the change 4 passes ran in those 360 ms. */
+ * a full page (the mark), then allocation slow paths 40 ms apart that free
+ * nothing, nine of them counted. Before the change 4 passes ran in those
+ * 360 ms. */
 static void child_solo_process_runs_no_pass_for_its_own_heap_marks(void)
 {
     expect_no_scavenger_yet("at the start");
@@ -5403,10 +5404,12 @@ static void child_solo_process_runs_no_pass_for_its_own_heap_marks(void)
     enum { PAGE_BLOCKS = 1024, SMALL = 3 * PAGE_BLOCKS + 1, ROUNDS = 10 }; /* 64 KiB pages */
     static void *small[SMALL];
     /* Three pages' worth: the page in the middle is ours alone (the harness
-     * may have started the first), full, and on the full list. */
+     * may have started the first) and full, on the full list or at the
+     * back of its queue (page.c, queue_find_room), marked either way by
+     * the free below or by the move. */
     for (int i = 0; i < SMALL; i++)
         REQUIRE((small[i] = malloc(64)) != NULL, "malloc(64) returned NULL");
-    free(small[SMALL / 2]); /* into a full page: the mark */
+    free(small[SMALL / 2]); /* into a full page */
     small[SMALL / 2] = NULL;
     sleep_ms(2 * opt_purge_delay_ms()); /* the first pass may find the mark */
     void *big[ROUNDS];
