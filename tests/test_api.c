@@ -832,13 +832,20 @@ static void realloc_across_size_classes_preserves_contents(void)
  * finding: os.c's placement hint only went down, and 3,000 rounds of a
  * 40 MiB block walked 222 GiB down the address space, each round into fresh
  * page tables). The first rounds may move once, into a hole that earlier
- * cases left; after that the block stays where it is. 70 MiB: above half of
- * the huge cache's 128 MiB bound (internal.h, HUGE_CACHE_MAX_BYTES), so each
- * free unmaps the block; a cached block would come back at its address and
- * prove nothing (review finding after the bound went from 64 MiB). */
+ * cases left; after that the block stays where it is, but for a move when the
+ * background thread unmaps a segment an earlier case left above the hint
+ * (os_unmap then clears it, and the kernel places the next block in the
+ * highest hole): a span of at most 256 MiB failed about one run in twenty in
+ * debug mode that way (332 MiB in one `make test`, two such moves). So the
+ * check counts the rounds that moved: the walk moved in every one. 70 MiB:
+ * above half of the huge cache's 128 MiB bound (internal.h,
+ * HUGE_CACHE_MAX_BYTES), so each free unmaps the block; a cached block would
+ * come back at its address and prove nothing (review finding after the bound
+ * went from 64 MiB). */
 static void a_loop_of_uncached_huge_blocks_stays_where_it_is(void)
 {
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    uintptr_t lo = UINTPTR_MAX, hi = 0, last = 0;
+    int moves = 0;
     for (int i = 0; i < 200; i++) {
         unsigned char *p = malloc((size_t)70 << 20); /* never cached */
         REQUIRE(p != NULL, "malloc(70 MiB) returned NULL in round %d", i);
@@ -846,14 +853,16 @@ static void a_loop_of_uncached_huge_blocks_stays_where_it_is(void)
         if (i >= 10) {
             lo = (uintptr_t)p < lo ? (uintptr_t)p : lo;
             hi = (uintptr_t)p > hi ? (uintptr_t)p : hi;
+            moves += i > 10 && (uintptr_t)p != last;
         }
+        last = (uintptr_t)p;
         free(p);
     }
     unsigned long span_mib = (unsigned long)((hi - lo) >> 20);
-    printf("    info: rounds 11-200 between %#lx and %#lx (%lu MiB)\n", (unsigned long)lo,
-           (unsigned long)hi, span_mib);
-    CHECK(span_mib < 256, "rounds 11-200 of malloc/free(70 MiB) should reuse the same address "
-                          "space: their blocks spread over %lu MiB", span_mib);
+    printf("    info: rounds 11-200 between %#lx and %#lx (%lu MiB), %d moves\n", (unsigned long)lo,
+           (unsigned long)hi, span_mib, moves);
+    CHECK(moves <= 10, "rounds 11-200 of malloc/free(70 MiB) should reuse the same address "
+                       "space: the block moved in %d of 189 rounds (%lu MiB apart)", moves, span_mib);
 }
 
 static void realloc_that_moves_a_huge_block_leaves_errno_alone(void)
