@@ -129,6 +129,17 @@ void __tsan_acquire(void *addr);
  * PAGE_MAX_SLICES slices, whatever their count (alloc.c explains why). */
 #define PAGE_MIN_BLOCKS  8
 #define PAGE_MAX_SLICES  8
+
+/* A page of a class the direct[] slots serve (up to DIRECT_MAX) holds at
+ * least this many blocks: 2 slices for blocks of 640 B to 1 KiB, 1 for the
+ * rest. A FIFO of blocks deeper than a page (a queue of messages) turns the
+ * class's page once per page of frees, a locked slow path of about 120 ns
+ * on this VM, mostly mispredicted branches (callgrind counts 355
+ * instructions); with 64 blocks of 1 KiB to a page that made `bench_core
+ * ring 1024 100` 1.6x tcmalloc's time, and with 128 the same FIFO turns no
+ * page at all (docs/benchmarks.md, "Pages of at least 128 blocks"). Blocks
+ * are carved lazily, so an emptier page costs address space, not memory. */
+#define PAGE_DIRECT_MIN_BLOCKS 128
 #define PAGE_WIDE_MIN    ((size_t)24 * 1024)
 
 /* Requests above SMALL_MAX up to LARGE_MAX get a run of slices to themselves

@@ -724,10 +724,10 @@ void purge_poll(bool may_start)
     pass_drop();
     /* A solo process's heap marks (pages to trim, a kept page) wait for a
      * scavenger; counted as pending, they kept purge_work set for good, and
-     * every slow path read the clock (a FIFO of 100 blocks of 1 KiB: three
-     * reads every 100 mallocs, 340 instructions of the 1,500 its pages'
-     * turns cost; docs/benchmarks.md). A thread's start asks for them again
-     * (scavenger_main). */
+     * every slow path read the clock (a FIFO of 100 blocks of 1 KiB on pages
+     * of 64: three reads every 100 mallocs, 340 instructions of the 1,500
+     * its pages' turns cost; docs/benchmarks.md). A thread's start asks for
+     * them again (scavenger_main). */
     bool solo = purge_solo();
     if (solo)
         pending = purge_pending_solo();
