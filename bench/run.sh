@@ -64,8 +64,10 @@ for size in 16 64 256 1024 4096 16384; do
 	wl "pair-$size" "single thread" "malloc($size)+free pairs, 64 live (x$PAIR_N)" \
 	   "$B/bench_core pair $size $PAIR_N"
 done
-wl fifo-1k "single thread" "a FIFO of 100 blocks of 1 KiB, deeper than a page: malloc(1024)+free of the oldest (x$PAIR_N)" \
+wl fifo-1k "single thread" "a FIFO of 100 blocks of 1 KiB: malloc(1024)+free of the oldest (x$PAIR_N)" \
    "$B/bench_core ring 1024 100 $PAIR_N"
+wl fifo-1k-deep "single thread" "the same with 500 blocks, deeper than a page (x$PAIR_N)" \
+   "$B/bench_core ring 1024 500 $PAIR_N"
 wl rand-8-1k "single thread" "pairs of random sizes 8 B..1 KiB, 64 live (x$RAND_N)" \
    "$B/bench_core rand 8 1024 $RAND_N"
 wl rand-1k-64k "single thread" "pairs of random sizes 1..64 KiB, 64 live (x$((RAND_N / 2)))" \
