@@ -627,6 +627,7 @@ static page_t *queue_find_room(heap_t *heap, page_queue_t *q)
             if (carve == NULL)
                 carve = page; /* unless a page further on has freed blocks */
         } else if (page_restore_dropped(page)) {
+            page->rotated = 0; /* it has blocks again, as a page with freed ones */
             return page;
         } else if (!page->rotated && next != NULL) {
             queue_remove(q, page); /* the scan reaches it again at the end */
