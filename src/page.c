@@ -391,12 +391,20 @@ static void page_init_small(heap_t *heap, page_t *page, unsigned cls)
  * strings, about 5 MB live) mapped five segments and peaked at 17.4 MB, with
  * 4 to 6 MB of freed slices waiting for the purge beside its new pages. Now
  * 11.9 MB (mimalloc 12.1, glibc 7.4); random 1..64 KiB blocks with 64 live
- * (bench_core rand 1024 65536) 6.4 -> 5.4 MB; the same times. */
+ * (bench_core rand 1024 65536) 6.4 -> 5.4 MB; the same times. Not for the
+ * classes the direct slots serve, whose two-slice pages (640 B to 1 KiB) are
+ * there to hold a FIFO of 127 blocks (internal.h, PAGE_DIRECT_MIN_BLOCKS): a
+ * FIFO of 100 blocks of 1 KiB on a one-slice page, taken among freed slices,
+ * took 68 ms against 38-45 (test_api, fifos_of_1_kib_blocks_keep_full_pages_
+ * among_freed_slices); peaks of realloc str, larson, python and frag moved by
+ * under 2%. */
 static page_t *page_new_small(heap_t *heap, unsigned cls)
 {
     size_t want = class_slice_count[cls];
     size_t least = (class_block_size[cls] + SLICE_SIZE - 1) / SLICE_SIZE;
-    page_t *page = want > least ? segment_alloc_resident_run(heap, least, want) : NULL;
+    page_t *page = want > least && class_block_size[cls] > DIRECT_MAX
+                       ? segment_alloc_resident_run(heap, least, want)
+                       : NULL;
     if (page == NULL)
         page = segment_alloc_run(heap, want, 1);
     if (page != NULL)
