@@ -275,8 +275,9 @@ void __tsan_acquire(void *addr);
  *      between one and two purge delays (EBB_PURGE_DELAY) after the free,
  *      whichever thread freed and whether or not it ever runs again.
  *   2. One empty page per size class that a thread keeps for its next malloc
- *      (<= 64 KiB for blocks up to 8 KiB, up to 512 KiB for the largest classes;
- *      resident only as far as it was carved), which another class may take
+ *      (<= 64 KiB for blocks up to 8 KiB but 128 KiB for 640 B to 1 KiB, up
+ *      to 512 KiB for the largest classes; resident only as far as it was
+ *      carved, 4 KiB at a time for blocks up to 4 KiB), which another class may take
  *      instead of a new page: taken back and purged once the thread has taken
  *      no slow path for a purge delay (heap.c, quiescing). None is kept while
  *      no scavenger exists to take it back (purge_keeps_empty_pages: a forked

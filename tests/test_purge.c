@@ -1437,7 +1437,8 @@ typedef struct many_s {
 static void *many_worker_main(void *arg)
 {
     many_t *m = arg;
-    static const size_t sizes[] = {24, 100, 480, 1500, 3000, 7000};
+    /* 1000: a class of two-slice pages (internal.h, PAGE_DIRECT_MIN_BLOCKS). */
+    static const size_t sizes[] = {24, 100, 480, 1000, 1500, 3000, 7000};
     stack_pretouch();
     crew_park(&m->crew);
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
