@@ -1289,6 +1289,39 @@ static void libc_functions_that_allocate_return_ebb_blocks(void)
  * Reuse
  * ---------------------------------------------------------------------- */
 
+/* A FIFO of `live` blocks of `size` (at most FIFO_MAX), each step a malloc
+ * and then a free of the oldest (bench_core ring): *reused gets how many of
+ * `steps` steps, after `warm` more, got the block freed the step before (0
+ * if a malloc failed, which REQUIRE reports). The blocks are freed at the
+ * end. */
+#define FIFO_MAX 128
+static void fifo_steps_reusing_the_block_just_freed(const struct api *a, size_t size, size_t live,
+                                                    int warm, int steps, int *reused)
+{
+    static void *ring[FIFO_MAX];
+    *reused = 0;
+    REQUIRE(live <= FIFO_MAX, "a FIFO of %zu blocks: at most %d here", live, FIFO_MAX);
+    for (size_t i = 0; i < live; i++) {
+        ring[i] = a->malloc_fn(size);
+        REQUIRE(ring[i] != NULL, "%s malloc(%zu): expected a block", a->name, size);
+    }
+    void *freed = NULL;
+    int count = 0;
+    for (int i = 0; i < warm + steps; i++) {
+        void *p = a->malloc_fn(size);
+        REQUIRE(p != NULL, "%s malloc(%zu): expected a block", a->name, size);
+        if (i >= warm && p == freed)
+            count++;
+        memset(p, 0x3C, 64);
+        freed = ring[(size_t)i % live];
+        a->free_fn(freed);
+        ring[(size_t)i % live] = p;
+    }
+    for (size_t i = 0; i < live; i++)
+        a->free_fn(ring[i]);
+    *reused = count;
+}
+
 /* A ring of 64 live blocks, each step a malloc and then a free of the oldest
  * (bench_core pair): the block a malloc gets should be the one freed the
  * step before, still in the cache. Before hot classes (src/internal.h,
@@ -1304,32 +1337,15 @@ static void a_block_above_1_kib_just_freed_is_the_next_one_handed_out(void)
         return;
     }
     enum { RING = 64, WARM = 256, STEPS = 4096 };
-    static void *ring[RING];
     const size_t sizes[] = {1280, 4096, 16384, 40000, 128 * KiB};
     FOR_EACH_API(a) {
         for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
             size_t size = sizes[k];
-            for (int i = 0; i < RING; i++) {
-                ring[i] = a->malloc_fn(size);
-                REQUIRE(ring[i] != NULL, "%s malloc(%zu): expected a block", a->name, size);
-            }
-            void *freed = NULL;
-            int reused = 0;
-            for (int i = 0; i < WARM + STEPS; i++) {
-                void *p = a->malloc_fn(size);
-                REQUIRE(p != NULL, "%s malloc(%zu): expected a block", a->name, size);
-                if (i >= WARM && p == freed)
-                    reused++;
-                memset(p, 0x3C, 64);
-                freed = ring[i % RING];
-                a->free_fn(freed);
-                ring[i % RING] = p;
-            }
+            int reused;
+            fifo_steps_reusing_the_block_just_freed(a, size, RING, WARM, STEPS, &reused);
             CHECK(reused >= STEPS * 95 / 100, "%s malloc(%zu) in a ring of %d: expected the "
                   "block freed just before at least 95%% of the time, got it %d times in %d",
                   a->name, size, RING, reused, STEPS);
-            for (int i = 0; i < RING; i++)
-                a->free_fn(ring[i]);
         }
     }
 }
@@ -1349,36 +1365,19 @@ static void fifos_of_up_to_127_blocks_of_up_to_1_kib_reuse_the_block_just_freed(
         SKIP_CHECK("release-mode reuse: debug mode's quarantine delays every reuse");
         return;
     }
-    enum { WARM = 1024, STEPS = 8192, RING_MAX = 127 };
-    static void *ring[RING_MAX];
+    enum { WARM = 1024, STEPS = 8192 };
     static const struct { size_t size, live; } rings[] = {
         {1024, 100}, {1024, 127}, {768, 127}, {640, 127}, {512, 127}};
     FOR_EACH_API(a) {
         for (size_t k = 0; k < sizeof rings / sizeof rings[0]; k++) {
             size_t size = rings[k].size, live = rings[k].live;
-            for (size_t i = 0; i < live; i++) {
-                ring[i] = a->malloc_fn(size);
-                REQUIRE(ring[i] != NULL, "%s malloc(%zu): expected a block", a->name, size);
-            }
-            void *freed = NULL;
-            int reused = 0;
-            for (size_t i = 0; i < WARM + STEPS; i++) {
-                void *p = a->malloc_fn(size);
-                REQUIRE(p != NULL, "%s malloc(%zu): expected a block", a->name, size);
-                if (i >= WARM && p == freed)
-                    reused++;
-                memset(p, 0x3C, 64);
-                freed = ring[i % live];
-                a->free_fn(freed);
-                ring[i % live] = p;
-            }
+            int reused;
+            fifo_steps_reusing_the_block_just_freed(a, size, live, WARM, STEPS, &reused);
             printf("    info: %s, %zu blocks of %zu B: the block just freed in %d of %d steps\n",
                    a->name, live, size, reused, STEPS);
             CHECK(reused >= STEPS * 99 / 100, "%s malloc(%zu) in a FIFO of %zu: expected the "
                   "block freed just before at least 99%% of the time, got it %d times in %d",
                   a->name, size, live, reused, STEPS);
-            for (size_t i = 0; i < live; i++)
-                a->free_fn(ring[i]);
         }
     }
 }
@@ -1398,7 +1397,6 @@ static void fifos_of_1_kib_blocks_keep_full_pages_among_freed_slices(void)
     }
     enum { HOLES = 2000, LIVE = 100, WARM = 1024, STEPS = 8192 };
     static void *held[HOLES];
-    static void *ring[LIVE];
     FOR_EACH_API(a) {
         /* Blocks of 4 KiB, sixteen to a one-slice page; then every block on
          * every other slice freed, so the freed slices lie one by one. */
@@ -1412,28 +1410,12 @@ static void fifos_of_1_kib_blocks_keep_full_pages_among_freed_slices(void)
                 a->free_fn(held[i]);
                 held[i] = NULL;
             }
-        for (int i = 0; i < LIVE; i++) {
-            ring[i] = a->malloc_fn(1024);
-            REQUIRE(ring[i] != NULL, "%s malloc(1024): expected a block", a->name);
-        }
-        void *freed = NULL;
-        int reused = 0;
-        for (int i = 0; i < WARM + STEPS; i++) {
-            void *p = a->malloc_fn(1024);
-            REQUIRE(p != NULL, "%s malloc(1024): expected a block", a->name);
-            if (i >= WARM && p == freed)
-                reused++;
-            memset(p, 0x3C, 64);
-            freed = ring[i % LIVE];
-            a->free_fn(freed);
-            ring[i % LIVE] = p;
-        }
+        int reused;
+        fifo_steps_reusing_the_block_just_freed(a, 1024, LIVE, WARM, STEPS, &reused);
         printf("    info: %s: the block just freed in %d of %d steps\n", a->name, reused, STEPS);
         CHECK(reused >= STEPS * 99 / 100, "%s malloc(1024) in a FIFO of %d among freed slices: "
               "expected the block freed just before at least 99%% of the time, got it %d times "
               "in %d", a->name, LIVE, reused, STEPS);
-        for (int i = 0; i < LIVE; i++)
-            a->free_fn(ring[i]);
         for (int i = 0; i < HOLES; i++)
             a->free_fn(held[i]);
     }
