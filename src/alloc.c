@@ -37,9 +37,9 @@ const uint32_t class_block_size[CLASS_COUNT] = {
 /* Slices per small page: enough for PAGE_MIN_BLOCKS blocks (1 slice for blocks
  * up to 8 KiB, 3 for 20 KiB blocks), or PAGE_DIRECT_MIN_BLOCKS up to
  * DIRECT_MAX (2 slices for blocks of 640 B to 1 KiB); a block above one slice
- * gets a page of its own (2 slices). Pages of eight such blocks were 10 to 16 slices long:
- * a thread holding a few blocks of 64..512 KiB spread its pages over a second
- * and third segment and touched fresh memory there, while its freed runs
+ * gets a page of its own (2 slices). Pages of eight such blocks were 10 to 16
+ * slices long: a thread holding a few blocks of 64..512 KiB spread its pages
+ * over a second and third segment and touched fresh memory there, while its freed runs
  * waited for the purge (the seed `medium` scenario peaked at 44 MiB for 18
  * MiB live; 34 MiB with one-block pages).
  * Blocks from PAGE_WIDE_MIN (24 KiB) up to one slice get PAGE_MAX_SLICES (512

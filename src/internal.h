@@ -129,18 +129,20 @@ void __tsan_acquire(void *addr);
  * PAGE_MAX_SLICES slices, whatever their count (alloc.c explains why). */
 #define PAGE_MIN_BLOCKS  8
 #define PAGE_MAX_SLICES  8
+#define PAGE_WIDE_MIN    ((size_t)24 * 1024)
 
 /* A page of a class the direct[] slots serve (up to DIRECT_MAX) holds at
  * least this many blocks: 2 slices for blocks of 640 B to 1 KiB, 1 for the
  * rest. A FIFO of blocks deeper than a page (a queue of messages) turns the
  * class's page once per page of frees, a locked slow path of about 120 ns
- * on this VM, mostly mispredicted branches (callgrind counts 355
- * instructions); with 64 blocks of 1 KiB to a page that made `bench_core
- * ring 1024 100` 1.6x tcmalloc's time, and with 128 the same FIFO turns no
- * page at all (docs/benchmarks.md, "Pages of at least 128 blocks"). Blocks
- * are carved lazily, so an emptier page costs address space, not memory. */
+ * on this VM: not its 355 instructions (callgrind; 400 more cost 26 ns) nor
+ * cache misses (cachegrind: as many as tcmalloc's), so, by elimination,
+ * mispredicted branches. With 64 blocks of 1 KiB to a page that made
+ * `bench_core ring 1024 100` 1.6x tcmalloc's time; with 128 the same FIFO
+ * turns no page at all (docs/benchmarks.md, "Pages of at least 128 blocks
+ * up to 1 KiB"). Blocks are carved lazily, so an emptier page costs address
+ * space, not memory. */
 #define PAGE_DIRECT_MIN_BLOCKS 128
-#define PAGE_WIDE_MIN    ((size_t)24 * 1024)
 
 /* Requests above SMALL_MAX up to LARGE_MAX get a run of slices to themselves
  * (a one-block page); above LARGE_MAX they are huge mappings. Half a segment:
@@ -277,9 +279,9 @@ void __tsan_acquire(void *addr);
  *   2. One empty page per size class that a thread keeps for its next malloc
  *      (<= 64 KiB for blocks up to 8 KiB but 128 KiB for 640 B to 1 KiB, up
  *      to 512 KiB for the largest classes; resident only as far as it was
- *      carved, 4 KiB at a time for blocks up to 4 KiB), which another class may take
- *      instead of a new page: taken back and purged once the thread has taken
- *      no slow path for a purge delay (heap.c, quiescing). None is kept while
+ *      carved, 4 KiB at a time for blocks up to 4 KiB), which another class
+ *      may take instead of a new page: taken back and purged once the thread
+ *      has taken no slow path for a purge delay (heap.c, quiescing). None is kept while
  *      no scavenger exists to take it back (purge_keeps_empty_pages: a forked
  *      child that only frees, then idles, starts none). A page that empties
  *      while the class's other pages have room for a page's worth of

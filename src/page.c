@@ -395,9 +395,9 @@ static void page_init_small(heap_t *heap, page_t *page, unsigned cls)
  * classes the direct slots serve, whose two-slice pages (640 B to 1 KiB) are
  * there to hold a FIFO of 127 blocks (internal.h, PAGE_DIRECT_MIN_BLOCKS): a
  * FIFO of 100 blocks of 1 KiB on a one-slice page, taken among freed slices,
- * took 68 ms against 38-45 (test_api, fifos_of_1_kib_blocks_keep_full_pages_
- * among_freed_slices); peaks of realloc str, larson, python and frag moved by
- * under 2%. */
+ * took 68 ms against 38-45 (test_api,
+ * fifos_of_1_kib_blocks_keep_full_pages_among_freed_slices); peaks of
+ * realloc str, larson, python and frag moved by under 2%. */
 static page_t *page_new_small(heap_t *heap, unsigned cls)
 {
     size_t want = class_slice_count[cls];
