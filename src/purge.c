@@ -415,6 +415,13 @@ static bool purge_listed(void)
     return listed;
 }
 
+/* Resident memory a pass gives back without visiting a heap: freed slices,
+ * cached huge mappings, abandoned segments. */
+static bool purge_unowned_pending(void)
+{
+    return purge_listed() || huge_cache_pending() || segment_abandoned_pending();
+}
+
 /* Does any source of work hold resident memory a pass would give back? All
  * but the segment cache: the slices of cached segments are on the purge list
  * while dirty, so what the cache itself waits for is address space (unmaps).
@@ -424,8 +431,7 @@ static bool purge_listed(void)
  * start one. */
 static bool purge_resident_pending(int sparse_bits)
 {
-    return purge_listed() || huge_cache_pending() || segment_abandoned_pending() ||
-           heap_scavenge_pending(sparse_bits) ||
+    return purge_unowned_pending() || heap_scavenge_pending(sparse_bits) ||
            (debug_enabled && (debug_reuse_pending() || debug_quarantine_pending()));
 }
 
@@ -442,8 +448,7 @@ static bool purge_pending(int sparse_bits)
  * in the middle of an allocator call: only a scavenger ever does it. */
 static bool purge_pending_solo(void)
 {
-    return purge_listed() || huge_cache_pending() || segment_abandoned_pending() ||
-           segment_cache_pending();
+    return purge_unowned_pending() || segment_cache_pending();
 }
 
 /* One pass; the caller holds pass_lock. True if work remains for later. */
