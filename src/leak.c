@@ -779,7 +779,12 @@ static void scan_resident_pages(uintptr_t start, uintptr_t end)
  * whole unit is skipped, as before it was unmapped). */
 static uintptr_t ebb_unit_end(uintptr_t unit)
 {
-    unsigned char head[offsetof(segment_t, map_size) + sizeof(size_t)]; /* up to map_size */
+    /* The header's first bytes, up to kind and map_size, whichever ends later. */
+    enum {
+        KIND_END = offsetof(segment_t, kind) + sizeof(uint32_t),
+        MAP_SIZE_END = offsetof(segment_t, map_size) + sizeof(size_t),
+    };
+    unsigned char head[KIND_END > MAP_SIZE_END ? KIND_END : MAP_SIZE_END];
     if (!read_own(head, unit, sizeof head))
         return unit + SEGMENT_SIZE;
     uint32_t kind;
