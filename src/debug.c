@@ -51,22 +51,24 @@ static void reuse_init(void);
 static void log_pattern_init(void);
 
 static __thread bool in_debug; /* a trace capture that allocates must not recurse */
-/* The canonical frame address of the outermost debug_* function on this
+/* The canonical frame address of the innermost debug_* function on this
  * thread's stack (0 outside): trace frames at or below it are ebb's. */
 static __thread uintptr_t stack_mark;
 
-/* At the top of each public debug_* function: the first (outermost) one
- * sets the mark to its own canonical frame address (its frame pointer + 16:
- * the return address and the saved frame pointer lie between). */
+/* At the top of each public debug_* function: the mark becomes its own
+ * canonical frame address (its frame pointer + 16: the return address and
+ * the saved frame pointer lie between), and DEBUG_LEAVE puts back the mark
+ * it found. The public functions do not call one another, so a call inside
+ * another comes from outside ebb's code: a signal handler that interrupted
+ * an allocator call, or the C library allocating inside one. It is traced
+ * from its own frames. When only the outermost call set the mark, such a
+ * call kept it, every frame below it (the handler's) counted as ebb's, and
+ * a handler's block got the trace of the call the signal interrupted
+ * (tests/debug/alloc_in_signal_handler.c). */
 #define DEBUG_ENTER()                                                              \
-    bool outermost_ = stack_mark == 0;                                             \
-    if (outermost_)                                                                \
-        stack_mark = (uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *)
-#define DEBUG_LEAVE()                                                              \
-    do {                                                                           \
-        if (outermost_)                                                            \
-            stack_mark = 0;                                                        \
-    } while (0)
+    const uintptr_t outer_mark_ = stack_mark;                                      \
+    stack_mark = (uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *)
+#define DEBUG_LEAVE() (stack_mark = outer_mark_)
 
 /* override.c's entry points, where it is linked (not in the sanitizer builds). */
 __attribute__((weak)) void override_register_entry_points(void)
