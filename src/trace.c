@@ -12,7 +12,9 @@
  * inside ebb are dropped: those below the stack mark the outermost debug
  * function set (its canonical frame address), and
  * any frame of an allocator entry point (malloc, free, ebb_malloc, ...),
- * recognised by its function's start address, with everything before it.
+ * recognised by its function's start address, with everything before it,
+ * up to a signal frame: beyond one lies the call a signal handler
+ * interrupted (tests/debug/alloc_in_signal_handler.c).
  * libebb.so carries its own copy of libgcc's unwinder (-static-libgcc, in
  * the Makefile), so that a process does not load libgcc_s for it. That copy
  * finds FDEs through dl_iterate_phdr, in every module the loader knows; code
@@ -109,6 +111,11 @@ typedef struct capture_s {
     bool cacheable;   /* the fast walk took every step, and no entry point
                          restarted the trace: the walk record replays it */
     int walked;       /* frames walked above the mark, entry points too */
+    /* libgcc's walk has crossed a signal frame: the frames beyond it are the
+     * code the signal interrupted, whose allocator entry point (an
+     * allocation made by a signal handler inside malloc) must not start
+     * the trace over. The fast walk never crosses one. */
+    bool past_signal;
     /* The walk record (fast walk only): every pc the walk read, in order,
      * ending with the 0 that ended the stack if it read one, and the rule
      * each step took from pc i to pc i + 1. */
@@ -131,7 +138,8 @@ typedef struct capture_s {
 static _Unwind_Reason_Code capture_step(struct _Unwind_Context *ctx, void *arg)
 {
     capture_t *c = arg;
-    uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+    int interrupted = 0; /* 1: this frame was interrupted by a signal */
+    uintptr_t ip = (uintptr_t)_Unwind_GetIPInfo(ctx, &interrupted);
     if (ip == 0)
         return _URC_END_OF_STACK;
     /* During _Unwind_Backtrace's callback the context's CFA is still that of
@@ -143,12 +151,14 @@ static _Unwind_Reason_Code capture_step(struct _Unwind_Context *ctx, void *arg)
         return _URC_NO_REASON;
     }
     c->walked++;
+    if (interrupted)
+        c->past_signal = true;
     if (c->restart) { /* everything so far was inside ebb */
         c->n = 0;
         c->restart = false;
         c->cacheable = false;
     }
-    if (is_entry_point((uintptr_t)_Unwind_GetRegionStart(ctx))) {
+    if (!c->past_signal && is_entry_point((uintptr_t)_Unwind_GetRegionStart(ctx))) {
         c->restart = true;
         return _URC_NO_REASON;
     }

@@ -111,6 +111,7 @@ expect use_after_free_late  "heap-use-after-free"                               
 expect use_after_free_found_by_time "heap-use-after-free"                         allocate_victim EBB_BACKGROUND=0
 expect alloca_chain_changed "double free"                                          leaf
 expect alloc_in_signal_handler "double free"                                      allocate_in_handler
+expect alloc_in_signal_handler "double free"                                      allocate_in_handler VIA_MEMALIGN=1 EBB_DEBUG_QUARANTINE=4096
 expect coroutine_stack_replaced "double free"                                      leaf
 expect coroutine_stack_replaced_fixed_frames "double free"                         leaf
 

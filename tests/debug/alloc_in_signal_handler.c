@@ -9,7 +9,8 @@
  * of a block read-only and frees the block; the free fill's write to that
  * page faults in the middle of ebb's free (the block claimed, no lock
  * held), and the SIGSEGV handler makes the page writable again, allocates,
- * and returns to the write. */
+ * and returns to the write. With VIA_MEMALIGN the fault comes in
+ * posix_memalign (below). */
 #include <signal.h>
 #include <sys/mman.h>
 
@@ -51,12 +52,33 @@ int main(void)
 
     char *b = malloc(3 * PAGE);
     memset(b, 1, 3 * PAGE);
-    page = (char *)(((uintptr_t)b + PAGE - 1) & ~(uintptr_t)(PAGE - 1));
-    if (mprotect(page, PAGE, PROT_READ) != 0) {
-        perror("mprotect");
-        return 1;
+    /* The block's middle page: inside it however the block is aligned. */
+    page = (char *)(((uintptr_t)b + 2 * PAGE - 1) & ~(uintptr_t)(PAGE - 1));
+    if (getenv("VIA_MEMALIGN") != NULL) {
+        /* The fault comes in posix_memalign instead, in the new-memory fill
+         * of the same block handed out again (EBB_DEBUG_QUARANTINE smaller
+         * than the block: it skips the quarantine). ebb_posix_memalign, an
+         * allocator entry point, keeps its frame on the stack there, between
+         * the handler's frames and main: the walk must not start the trace
+         * over at it. */
+        free(b);
+        if (mprotect(page, PAGE, PROT_READ) != 0) {
+            perror("mprotect");
+            return 1;
+        }
+        void *q = NULL;
+        if (posix_memalign(&q, 64, 3 * PAGE) != 0 || (char *)q > page ||
+            (char *)q + 3 * PAGE < page + PAGE) {
+            fprintf(stderr, "posix_memalign did not hand the block out again\n");
+            return 1;
+        }
+    } else {
+        if (mprotect(page, PAGE, PROT_READ) != 0) {
+            perror("mprotect");
+            return 1;
+        }
+        free(b); /* its fill faults on the page: the handler allocates */
     }
-    free(b); /* its fill faults on the page: the handler allocates */
     if (from_handler == NULL) {
         fprintf(stderr, "the handler did not allocate: the free wrote nothing to the page\n");
         return 1;
