@@ -1670,8 +1670,9 @@ void override_register_entry_points(void);
 #define TRACE_DEPTH_MAX 32
 void trace_add_entry_point(const void *fn);
 /* The caller's stack, up to max return addresses, from the first frame
- * above `mark` (the CFA of ebb's outermost frame; 0: none) and after the
- * outermost allocator entry point, stored in the registry: its id (0: none).
+ * above `mark` (the CFA of the debug function that set it; 0: none) and
+ * after the outermost allocator entry point short of a signal frame, stored
+ * in the registry: its id (0: none).
  * Served from the capture cache when the same call chain was seen before. */
 uint32_t trace_capture_id(int max, uintptr_t mark);
 /* Tests: the trace from `mark` by the fast walk (into fast[], its length

@@ -9,8 +9,8 @@
  * slot by slot), the fast unwinder (each pc's unwind rule worked out once from
  * its FDE and kept in a table), and libgcc's _Unwind_Backtrace for anything
  * the fast unwinder does not follow (signal frames, unusual CFA rules). Frames
- * inside ebb are dropped: those below the stack mark the outermost debug
- * function set (its canonical frame address), and
+ * inside ebb are dropped: those below the stack mark (the canonical frame
+ * address of the innermost debug function: each sets its own), and
  * any frame of an allocator entry point (malloc, free, ebb_malloc, ...),
  * recognised by its function's start address, with everything before it,
  * up to a signal frame: beyond one lies the call a signal handler
@@ -144,8 +144,8 @@ static _Unwind_Reason_Code capture_step(struct _Unwind_Context *ctx, void *arg)
         return _URC_END_OF_STACK;
     /* During _Unwind_Backtrace's callback the context's CFA is still that of
      * the frame below (the callee): the stack pointer of this frame at its
-     * call. The frame that called ebb's outermost function sees exactly the
-     * mark; everything deeper sees less. */
+     * call. The frame that called the debug function that set the mark sees
+     * exactly the mark; everything deeper sees less. */
     if ((uintptr_t)_Unwind_GetCFA(ctx) < c->mark) {
         c->n = 0; /* still inside ebb */
         return _URC_NO_REASON;
@@ -569,7 +569,7 @@ typedef struct walk_s {
     uintptr_t sp, rbp, pc;
 } walk_t;
 
-/* The frame that called ebb's outermost debug function, whose CFA is the
+/* The frame that called the debug function that set the mark, whose CFA is the
  * mark, with the return address below it and the caller's rbp below that
  * (debug.c keeps frame pointers). */
 static inline walk_t walk_start(uintptr_t mark)
