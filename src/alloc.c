@@ -259,10 +259,11 @@ void *alloc_generic_in_fresh(heap_t *heap, size_t size, size_t alignment, bool *
 void *alloc_malloc_slow(size_t size)
 {
     /* Debug mode's heap has no page for the fast path: every malloc comes
-     * here, and straight on to debug.c. Through alloc_generic it took 55
-     * more instructions (two functions' register saves and checks that
-     * lead there anyway): 4% of a debug pair. debug_enabled is set only
-     * once the process is initialised. */
+     * here, and straight on to debug.c. Through alloc_generic it took 42
+     * more instructions a pair (two functions' register saves and checks
+     * that lead there anyway): 3% of a debug pair (callgrind, docs/
+     * debug-mode.md, "Cost"). debug_enabled is set only once the process is
+     * initialised. */
     if (ebb_unlikely(debug_enabled))
         return debug_alloc(size, 0, false);
     heap_t *heap = tls.heap;

@@ -163,8 +163,9 @@ static heap_t *heap_pool_take(uintptr_t thread_id)
     if (heap) {
         heap_pool_free = heap->pool_next;
     } else {
-        if (heap_chunk_next == NULL ||
-            (size_t)(heap_chunk_end - heap_place(heap_chunk_next)) < sizeof(heap_t)) {
+        /* Compared as addresses: the placed start may lie past the end. */
+        if (heap_chunk_next == NULL || (uintptr_t)heap_place(heap_chunk_next) + sizeof(heap_t) >
+                                           (uintptr_t)heap_chunk_end) {
             uint8_t *chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
             if (chunk == NULL && purge_release_caches())
                 chunk = os_map_aligned(HEAP_CHUNK_SIZE, os_info.page_size, 0);
