@@ -6,8 +6,9 @@
  *         DIRECT_MAX, by size class above), pop its free list.
  * free:   mask to the segment; if this thread owns it, push on the page's free
  *         list; otherwise (another thread's, abandoned, huge) the generic path.
- *         A page whose in_full is not 0 (full, trimmed, or of a hot class
- *         above DIRECT_MAX: internal.h, PAGE_HOT) takes a call after the push.
+ *         A page of a hot class (above DIRECT_MAX: internal.h, PAGE_HOT)
+ *         then becomes its class's direct page; one whose in_full is
+ *         otherwise not 0 (full, trimmed) takes a call after the push.
  * Everything else — empty lists, new pages, big sizes, first call of a thread —
  * is in the out-of-line slow paths.
  */
@@ -45,11 +46,10 @@ static ebb_always_inline void *alloc_malloc_inline(size_t size)
 }
 
 /* Free p into its page if `owner` (a heap's thread id) owns its segment: push
- * it on the page's free list, then the slow path if the page emptied, or
- * page_free_local_flagged if its in_full is not 0. Two calls where one did:
- * with `page` passed on both branches GCC computed it before them, two more
- * instructions on every free; the second passes the block and its segment
- * instead. False, with nothing done, if the segment is not the owner's.
+ * it on the page's free list, then the slow path if the page emptied, the
+ * direct slot's update if the page is a hot class's, or
+ * page_free_local_flagged if its in_full is otherwise not 0. False, with
+ * nothing done, if the segment is not the owner's.
  * `heap` is the owner's heap, read only off the common branch. */
 static ebb_always_inline bool alloc_free_owned(heap_t *const *heap, uintptr_t owner, segment_t *seg,
                                                void *p)
@@ -61,11 +61,33 @@ static ebb_always_inline bool alloc_free_owned(heap_t *const *heap, uintptr_t ow
         block->next = page->free;
         page->free = block;
         if (ebb_unlikely(--page->used == 0)) {
-            page_free_local_slow(*heap, page); /* ends the busy window */
+            /* The empty asm statements here and below hide a value from
+             * GCC, which otherwise computed the page's address (and loaded
+             * in_full into a register) on the common branch for these two
+             * rare ones: one or two more instructions on every free
+             * (bench/callgrind.sh 46.0 -> 47.0 or 48.0 at 64 bytes). So
+             * this branch finds its page again from the segment. */
+            segment_t *own = seg;
+            __asm__("" : "+r"(own));
+            page_free_local_slow(*heap, segment_page_of(own, p)); /* ends the busy window */
             return true;
         }
         if (ebb_unlikely(page->in_full)) {
-            page_free_local_flagged(*heap, seg, block); /* ends the busy window */
+            heap_t *h = *heap;
+            page_t *hot = page;
+            __asm__("" : "+r"(hot));
+            /* A hot class's page (internal.h, PAGE_HOT) comes here on every
+             * free: its direct slot names the page now, so that the class's
+             * next malloc pops the block just freed. Inline, not in
+             * page_free_local_flagged: the call and its second look-up of
+             * the page took 12 instructions a pair (bench_core pair 4096). */
+            if (ebb_likely(hot->in_full == PAGE_HOT && h != &heap_empty)) {
+                atomic_store_explicit(&h->direct_class[hot->class_idx], hot,
+                                      memory_order_relaxed);
+                busy_leave();
+                return true;
+            }
+            page_free_local_flagged(h, seg, block); /* ends the busy window */
             return true;
         }
         busy_leave();

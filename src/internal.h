@@ -465,8 +465,8 @@ enum { PAGE_FREE = 0, PAGE_SMALL = 1, PAGE_LARGE = 2 };
 #define PAGE_FREE_SIGNAL 2
 /* In its class queue, and its class is hot (PAGE_HOT_MIN): the owner's free
  * into it, which the fast path sends off its common branch for any nonzero
- * value, points the class's direct slot at the page (page.c,
- * page_free_local_flagged), so that the class's next malloc pops the block
+ * value, points the class's direct slot at the page (alloc.h,
+ * alloc_free_owned), so that the class's next malloc pops the block
  * just freed. A page of a hot class holds this value wherever a page of
  * another class holds 0 (page.c, page_queued_state). A bit apart from the
  * other two values', so that "signals something" is one test. */
@@ -525,7 +525,7 @@ typedef struct page_s {
      * free into it takes the slow path, which marks it for the next trim
      * (segment_t.sparse_watch). PAGE_HOT: in its class queue, of a hot class
      * (above). Any nonzero value sends the free fast path off its common
-     * branch (page_free_local_flagged). */
+     * branch (alloc.h, alloc_free_owned). */
     uint8_t in_full;
     union {
         /* PAGE_LARGE, owner-only: its block is known to be zero (fresh from
@@ -1397,8 +1397,9 @@ void *page_alloc_slow(heap_t *heap, unsigned cls);
 /* A local free emptied a page (used == 0), or hit a page in the full list or
  * signalled by a trim. */
 void page_free_local_slow(heap_t *heap, page_t *page);
-/* A local free of p (in `seg`) left its page in use with in_full not 0: a
- * page of a hot class, or page_free_local_slow's case. */
+/* A local free of p (in `seg`) left its page in use with in_full not 0 and
+ * not a hot class's (or in a thread without a heap): page_free_local_slow's
+ * case. */
 void page_free_local_flagged(heap_t *heap, segment_t *seg, void *p);
 /* A block of `page` freed by a thread that does not own its segment. */
 void page_free_remote(segment_t *seg, page_t *page, block_t *block);

@@ -854,7 +854,7 @@ void page_free_local_slow(heap_t *heap, page_t *page)
             page_watch_sparse(heap, page); /* freed into since its trim */
         }
         /* A hot class's next malloc pops the block just freed, here too
-         * (page_free_local_flagged; the lock keeps the scavenger out). */
+         * (the free fast path, alloc.h; the lock keeps the scavenger out). */
         if (page->in_full == PAGE_HOT)
             atomic_store_explicit(&heap->direct_class[page->class_idx], page,
                                   memory_order_relaxed);
@@ -866,22 +866,15 @@ void page_free_local_slow(heap_t *heap, page_t *page)
 }
 
 /* Called from the free fast path inside its busy window when the free left
- * block p's page in use and the page's in_full is not 0; ends the window. A
- * page of a hot class (internal.h, PAGE_HOT) comes here on every such free:
- * the class's direct slot then names it, so that the class's next malloc
- * pops the block just freed. Without the lock: the scavenger's quiescing
- * looks for a slot written under its feet (heap.c, step 4). Not heap_empty's,
- * which is shared (page_free_local_slow says how a thread without a heap
- * gets here). The page is found again from the block (alloc.h says why). */
+ * block p's page in use and the page's in_full is not 0, other than a hot
+ * class's page (internal.h, PAGE_HOT), which the fast path points its
+ * class's direct slot at itself (alloc.h); ends the window. A hot page comes
+ * here only in a thread without a heap (heap_empty, which is shared:
+ * page_free_local_slow says how it gets here). The page is found again from
+ * the block (alloc.h says why). */
 void page_free_local_flagged(heap_t *heap, segment_t *seg, void *p)
 {
-    page_t *page = segment_page_of(seg, p);
-    if (ebb_likely(page->in_full == PAGE_HOT && heap != &heap_empty)) {
-        atomic_store_explicit(&heap->direct_class[page->class_idx], page, memory_order_relaxed);
-        busy_leave();
-        return;
-    }
-    page_free_local_slow(heap, page);
+    page_free_local_slow(heap, segment_page_of(seg, p));
 }
 
 /* Tests: the calling thread's next remote free of a small block sleeps `ms`
