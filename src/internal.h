@@ -280,7 +280,9 @@ void __tsan_acquire(void *addr);
  *      (<= 64 KiB for blocks up to 8 KiB but 128 KiB for 640 B to 1 KiB, up
  *      to 512 KiB for the largest classes; resident only as far as it was
  *      carved, 4 KiB at a time for blocks up to 4 KiB), which another class
- *      may take instead of a new page: taken back and purged once the thread
+ *      may take instead of a new page, or whose one block a request of a
+ *      class up to 8 times smaller may take as it is (page.c,
+ *      page_retained_wider): taken back and purged once the thread
  *      has taken no slow path for a purge delay (heap.c, quiescing). None is kept while
  *      no scavenger exists to take it back (purge_keeps_empty_pages: a forked
  *      child that only frees, then idles, starts none). A page that empties
@@ -821,6 +823,7 @@ typedef struct heap_s {
  * ------------------------------------------------------------------------- */
 extern const uint32_t class_block_size[CLASS_COUNT];
 extern const uint8_t class_slice_count[CLASS_COUNT];
+extern const uint16_t class_page_blocks[CLASS_COUNT]; /* blocks in a full-length page */
 
 /* The size class of a request of `size` <= SMALL_MAX bytes. */
 static inline unsigned size_class(size_t size)
@@ -890,8 +893,10 @@ static inline void page_trimmed_clear(const page_t *page)
 {
     segment_t *seg = page_segment(page);
     size_t idx = (size_t)(page - seg->pages);
-    for (size_t i = 0; i < page->slice_count && idx + i < SLICES_PER_SEGMENT; i++)
-        seg->trimmed[idx + i] = 0;
+    size_t count = page->slice_count; /* read once: the stores may alias it */
+    if (count > SLICES_PER_SEGMENT - idx)
+        count = SLICES_PER_SEGMENT - idx;
+    __builtin_memset(&seg->trimmed[idx], 0, count * sizeof seg->trimmed[0]);
 }
 
 /* segment_t.thread_id while the scavenger has the owner's heap quiesced: no
