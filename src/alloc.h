@@ -78,7 +78,9 @@ static ebb_always_inline bool alloc_free_owned(heap_t *const *heap, uintptr_t ow
             __asm__("" : "+r"(hot));
             /* A hot class's page (internal.h, PAGE_HOT) comes here on every
              * free: its direct slot names the page now, so that the class's
-             * next malloc pops the block just freed. Inline, not in
+             * next malloc pops the block just freed. Without the lock,
+             * inside the busy window: the scavenger's quiescing looks for a
+             * slot written under its feet (heap.c, step 4). Inline, not in
              * page_free_local_flagged: the call and its second look-up of
              * the page took 12 instructions a pair (bench_core pair 4096). */
             if (ebb_likely(hot->in_full == PAGE_HOT && h != &heap_empty)) {
