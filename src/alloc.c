@@ -24,15 +24,22 @@
 /* ---------------------------------------------------------------------------
  * Size classes
  * ------------------------------------------------------------------------- */
-#define CLASS_GROUP(b) \
-    (1u << (b)) + (1u << ((b) - 2)), (1u << (b)) + 2u * (1u << ((b) - 2)), \
-    (1u << (b)) + 3u * (1u << ((b) - 2)), (1u << ((b) + 1))
+/* A per-class table: F applied to each class's block size, in class order.
+ * The class tables below are all made by it, so they cannot disagree. */
+#define CLASS_GROUP_OF(F, b) \
+    F((1u << (b)) + (1u << ((b) - 2))), F((1u << (b)) + 2u * (1u << ((b) - 2))), \
+    F((1u << (b)) + 3u * (1u << ((b) - 2))), F(1u << ((b) + 1))
+#define CLASS_TABLE(F) \
+    { \
+        F(16), F(32), F(48), F(64), F(80), F(96), F(112), F(128), \
+        CLASS_GROUP_OF(F, 7), CLASS_GROUP_OF(F, 8), CLASS_GROUP_OF(F, 9), \
+        CLASS_GROUP_OF(F, 10), CLASS_GROUP_OF(F, 11), CLASS_GROUP_OF(F, 12), \
+        CLASS_GROUP_OF(F, 13), CLASS_GROUP_OF(F, 14), CLASS_GROUP_OF(F, 15), \
+        CLASS_GROUP_OF(F, 16), \
+    }
+#define BLOCK_SIZE(bs) (bs)
 
-const uint32_t class_block_size[CLASS_COUNT] = {
-    16, 32, 48, 64, 80, 96, 112, 128,
-    CLASS_GROUP(7), CLASS_GROUP(8), CLASS_GROUP(9), CLASS_GROUP(10), CLASS_GROUP(11),
-    CLASS_GROUP(12), CLASS_GROUP(13), CLASS_GROUP(14), CLASS_GROUP(15), CLASS_GROUP(16),
-};
+const uint32_t class_block_size[CLASS_COUNT] = CLASS_TABLE(BLOCK_SIZE);
 
 /* Slices per small page: enough for PAGE_MIN_BLOCKS blocks (1 slice for blocks
  * up to 8 KiB, 3 for 20 KiB blocks), or PAGE_DIRECT_MIN_BLOCKS up to
@@ -61,32 +68,13 @@ const uint32_t class_block_size[CLASS_COUNT] = {
                : (bs) >= PAGE_WIDE_MIN ? PAGE_MAX_SLICES \
                : (bs) <= DIRECT_MAX    ? PAGE_SLICES_FOR(bs, PAGE_DIRECT_MIN_BLOCKS) \
                                        : PAGE_SLICES_FOR(bs, PAGE_MIN_BLOCKS)))
-#define SLICE_GROUP(b) \
-    PAGE_SLICES((1u << (b)) + (1u << ((b) - 2))), \
-    PAGE_SLICES((1u << (b)) + 2u * (1u << ((b) - 2))), \
-    PAGE_SLICES((1u << (b)) + 3u * (1u << ((b) - 2))), PAGE_SLICES(1u << ((b) + 1))
-
-const uint8_t class_slice_count[CLASS_COUNT] = {
-    1, 1, 1, 1, 1, 1, 1, 1,
-    SLICE_GROUP(7), SLICE_GROUP(8), SLICE_GROUP(9), SLICE_GROUP(10), SLICE_GROUP(11),
-    SLICE_GROUP(12), SLICE_GROUP(13), SLICE_GROUP(14), SLICE_GROUP(15), SLICE_GROUP(16),
-};
+const uint8_t class_slice_count[CLASS_COUNT] = CLASS_TABLE(PAGE_SLICES);
 
 /* Blocks in a page of the class's full length (class_slice_count): a page
  * taken up by a class (page.c, page_init_small) finds its count here, not by
  * a division (about 14-40 cycles), whenever its run has that length. */
 #define PAGE_BLOCKS(bs) ((uint16_t)(PAGE_SLICES(bs) * SLICE_SIZE / (bs)))
-#define BLOCKS_GROUP(b) \
-    PAGE_BLOCKS((1u << (b)) + (1u << ((b) - 2))), \
-    PAGE_BLOCKS((1u << (b)) + 2u * (1u << ((b) - 2))), \
-    PAGE_BLOCKS((1u << (b)) + 3u * (1u << ((b) - 2))), PAGE_BLOCKS(1u << ((b) + 1))
-
-const uint16_t class_page_blocks[CLASS_COUNT] = {
-    PAGE_BLOCKS(16), PAGE_BLOCKS(32), PAGE_BLOCKS(48), PAGE_BLOCKS(64),
-    PAGE_BLOCKS(80), PAGE_BLOCKS(96), PAGE_BLOCKS(112), PAGE_BLOCKS(128),
-    BLOCKS_GROUP(7), BLOCKS_GROUP(8), BLOCKS_GROUP(9), BLOCKS_GROUP(10), BLOCKS_GROUP(11),
-    BLOCKS_GROUP(12), BLOCKS_GROUP(13), BLOCKS_GROUP(14), BLOCKS_GROUP(15), BLOCKS_GROUP(16),
-};
+const uint16_t class_page_blocks[CLASS_COUNT] = CLASS_TABLE(PAGE_BLOCKS);
 
 _Static_assert(PAGE_SLICES(SMALL_MAX) <= PAGE_MAX_SLICES, "largest small page too big");
 
