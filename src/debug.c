@@ -1945,8 +1945,11 @@ static bool realloc_fits(debug_header_t *h, size_t size, size_t usable)
  * a free claims it (a racing free or verify waits or reports). give_back:
  * there was no memory to move it to (realloc_impl), so the underlying block
  * gives back what lies past the new size and its canary, while claimed:
- * verify reads the tail it unmaps only while holding the block. */
-static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable, bool give_back)
+ * verify reads the tail it unmaps only while holding the block.
+ * canary_intact: the caller's check found every byte of the canary as
+ * written. */
+static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable, bool give_back,
+                              bool canary_intact)
 {
     uint8_t *p = user_of(h);
     uint32_t trace = capture(); /* before the claim: readers wait while it is held */
@@ -1962,6 +1965,7 @@ static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable, boo
         return NULL;
     }
     size_t old = h->size;
+    size_t old_tail_end = old + tail_len(h, usable); /* the canary checked before the call */
     /* Growing: the bytes past the old size were canary (or never checked);
      * they are new memory now. Shrinking: the canary moves down. */
     fill_past(p, size, old, cfg.fill_alloc);
@@ -1976,7 +1980,25 @@ static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable, boo
         alloc_shrink_in_place(tls_debug_heap, h, debug_offset(h) + size + TAIL_MIN);
         usable = block_bytes(h);
     }
-    memset(p + size, CANARY_BYTE, tail_len(h, usable)); /* the padding's canary is as it was */
+    /* The new tail's canary, [size, tail_end): only what is not canary
+     * already. With the old canary intact (checked by the caller), that is
+     * the new tail less [old, old_tail_end): growing, the new tail's end
+     * beyond the old tail's; shrinking, the bytes from the new size to the
+     * old. Rewriting the whole tail, up to CANARY_CHECK_MAX bytes a call,
+     * was most of the memory a string grown in place touched. A block that
+     * gave memory back, or whose canary was found broken (written again,
+     * so that the overflow is reported once), gets the whole tail. The
+     * padding's canary is as it was. */
+    size_t tail_end = size + tail_len(h, usable);
+    if (give_back || !canary_intact) {
+        memset(p + size, CANARY_BYTE, tail_end - size);
+    } else {
+        if (size < old)
+            memset(p + size, CANARY_BYTE, (old < tail_end ? old : tail_end) - size);
+        size_t from = old_tail_end > size ? old_tail_end : size;
+        if (tail_end > from)
+            memset(p + from, CANARY_BYTE, tail_end - from);
+    }
     atomic_store_explicit(&h->magic, DEBUG_MAGIC_LIVE ^ (uintptr_t)h, memory_order_release);
     lock_count_down();
     return p;
@@ -2000,7 +2022,7 @@ static void *realloc_impl(void *p, size_t size)
     if (bad)
         report_overflow(h, bad, "found at realloc");
     if (!cfg.realloc_moves && realloc_fits(h, size, usable))
-        return realloc_in_place(h, size, usable, false);
+        return realloc_in_place(h, size, usable, false, bad == NULL);
     size_t alignment = h->align_log2 ? (size_t)1 << h->align_log2 : 0;
     /* The new block is filled only past what is copied into it. One that
      * grows beyond SMALL_MAX gets an eighth more room underneath, so that a
@@ -2022,7 +2044,7 @@ static void *realloc_impl(void *p, size_t size)
          * in either realloc mode: the block stays, its size and canary
          * move down, as a realloc that fits does. */
         errno = saved_errno;
-        return realloc_in_place(h, size, usable, true);
+        return realloc_in_place(h, size, usable, true, bad == NULL);
     }
     memcpy(q, p, copied);
     free_block(h, true, CALL_REALLOC); /* its canary was checked above (a fault is reported once) */
