@@ -496,7 +496,7 @@ static segment_t *segment_cache_pop(void)
 static uint64_t slices_runs(uint64_t mask, size_t count, size_t align);
 
 /* Slices of `seg` that are free and still resident (freed, not purged). */
-static uint64_t resident_free(segment_t *seg)
+static uint64_t resident_free(const segment_t *seg)
 {
     return atomic_load_explicit(&seg->free_slices, memory_order_relaxed) &
            atomic_load_explicit(&seg->dirty_slices, memory_order_relaxed);
@@ -1018,11 +1018,13 @@ void segment_abandoned_room_unlock(void)
 }
 
 /* `cls` for segment_reclaim: a class, RECLAIM_RUN (a free run of `count`
- * slices) or RECLAIM_ANY_ROOM (a page of any class with room: adopting it
+ * slices), RECLAIM_RESIDENT_RUN (the same, all of it resident: freed, not
+ * purged) or RECLAIM_ANY_ROOM (a page of any class with room: adopting it
  * frees the pages whose blocks were all freed by other threads, which may
  * make the run). */
 #define RECLAIM_RUN CLASS_COUNT
 #define RECLAIM_ANY_ROOM (CLASS_COUNT + 1)
+#define RECLAIM_RESIDENT_RUN (CLASS_COUNT + 2)
 
 static bool segment_can_serve(const segment_t *seg, unsigned cls, size_t count, size_t align)
 {
@@ -1031,6 +1033,8 @@ static bool segment_can_serve(const segment_t *seg, unsigned cls, size_t count, 
         return (room >> cls) & 1;
     if (cls == RECLAIM_ANY_ROOM)
         return room != 0;
+    if (cls == RECLAIM_RESIDENT_RUN)
+        return slices_runs(resident_free(seg), count, align) != 0;
     uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_relaxed);
     return slices_runs(free_mask, count, align) != 0;
 }
@@ -1194,16 +1198,21 @@ static page_t *segment_adopt_run(heap_t *heap, segment_t *seg, size_t count, siz
 
 static page_t *segment_alloc_run_try(heap_t *heap, size_t count, size_t align_slices)
 {
-    /* Resident slices first, in any of the heap's segments, then in a cached
-     * segment (one another thread handed off, page.c); then the lowest free
-     * run of the heap's segments. (Taking the lowest run first made a thread
-     * that frees and allocates 64..512 KiB blocks fault in fresh slices while
-     * the ones it had just freed waited for the purge: its peak RSS grew to
-     * ~2.7x its live bytes. Taking its own fresh slices before a cached
-     * segment's resident ones: seed "medium" peaked at 30 MiB instead of 21,
-     * median of 7 runs.) A heap with no segment reclaims abandoned ones
-     * first, as before, then takes the newest cached segment, resident
-     * slices first (below). */
+    /* Resident slices first: in any of the heap's segments, then in a cached
+     * segment (one another thread handed off, page.c), then in an abandoned
+     * one (reclaimed for it); then the lowest free run of the heap's
+     * segments. (Taking the lowest run first made a thread that frees and
+     * allocates 64..512 KiB blocks fault in fresh slices while the ones it
+     * had just freed waited for the purge: its peak RSS grew to ~2.7x its
+     * live bytes. Taking its own fresh slices before a cached segment's
+     * resident ones: seed "medium" peaked at 30 MiB instead of 21, median
+     * of 7 runs. Before an abandoned segment's: 200 short-lived threads at
+     * a time, each allocating blocks of up to 512 KiB, faulted fresh slices
+     * in while those their predecessors freed waited for the purge, a
+     * sixth more page faults; docs/memory-return.md, "Threads that come
+     * and go".) A heap with no segment reclaims abandoned ones first, as
+     * before, then takes the newest cached segment, resident slices first
+     * (below). */
     for (int pass = 0; pass < 2; pass++) {
         for (segment_t *seg = heap->segments; seg; seg = seg->next) {
             int idx = segment_claim_slices(seg, count, align_slices, pass == 0);
@@ -1214,6 +1223,14 @@ static page_t *segment_alloc_run_try(heap_t *heap, size_t count, size_t align_sl
             segment_t *seg = segment_cache_pop_resident(count, align_slices);
             if (seg)
                 return segment_adopt_run(heap, seg, count, align_slices);
+            /* Reclaimed, the segment is the heap's: if a purge pass took
+             * the run meanwhile, pass 1 may still carve there. */
+            seg = segment_reclaim(heap, RECLAIM_RESIDENT_RUN, count, align_slices);
+            if (seg) {
+                int idx = segment_claim_slices(seg, count, align_slices, true);
+                if (idx > 0)
+                    return segment_run_init(seg, (size_t)idx, count);
+            }
         }
     }
     for (int i = 0; i < RECLAIM_MAX_PER_REQUEST; i++) {

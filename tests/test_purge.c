@@ -3173,6 +3173,58 @@ static void a_request_takes_a_kept_block_up_to_8_times_its_class(void)
     expect_child_passes("child_a_request_takes_a_kept_block_up_to_8_times_its_class", env, 30);
 }
 
+/* A thread exits with a small block still live, so its segment is abandoned,
+ * and with a 256 KiB run it freed still resident. The next large request of
+ * another thread, whose own segment has fresh slices to spare, takes that
+ * resident run (reclaiming the segment) instead of faulting fresh slices in
+ * (segment.c, segment_alloc_run_try): under churn of short-lived threads
+ * that allocate large blocks, the order cut the page faults by about a
+ * sixth (docs/memory-return.md, "Threads that come and go"). With
+ * EBB_PURGE_DELAY=-1, so that no pass purges the run meanwhile. */
+typedef struct resident_leaver_s {
+    void *pin;
+    unsigned char *big;
+} resident_leaver_t;
+
+static void *resident_leaver_main(void *arg)
+{
+    resident_leaver_t *r = arg;
+    r->pin = malloc(64);
+    r->big = malloc(256 * KiB);
+    if (r->pin != NULL && r->big != NULL) {
+        touch(r->big, 256 * KiB, 3);
+        free(r->big); /* its four slices are free and resident */
+    }
+    return NULL;
+}
+
+static void child_a_large_request_takes_the_resident_run_an_exited_thread_left(void)
+{
+    free(malloc(64)); /* this thread's heap holds a segment with fresh slices */
+    resident_leaver_t r = {0};
+    pthread_t t;
+    REQUIRE(start_thread(&t, 0, resident_leaver_main, &r) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    REQUIRE(r.pin != NULL && r.big != NULL, "the exiting thread's allocations failed");
+    long before = rss_now();
+    unsigned char *p = malloc(256 * KiB);
+    REQUIRE(p != NULL, "malloc(256 KiB) failed");
+    touch(p, 256 * KiB, 4);
+    long grew = rss_now() - before;
+    CHECK(p == r.big, "malloc(256 KiB): expected the resident run the exited thread freed (%p), "
+          "got %p", (void *)r.big, (void *)p);
+    CHECK(grew < (long)(128 * KiB), "writing the 256 KiB block should touch pages already resident; "
+          "anonymous RSS grew by %ld KiB", grew / 1024);
+    free(p);
+    free(r.pin);
+}
+
+static void a_large_request_takes_the_resident_run_an_exited_thread_left(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_a_large_request_takes_the_resident_run_an_exited_thread_left", env, 30);
+}
+
 /* ---------------------------------------------------------------------------
  * 7. SPEC ("malloc_trim(0) and ebb_collect(true) return everything that can be
  * returned, at once"), with 002's and 001's threads: 4 threads allocate 50 MiB
@@ -7023,6 +7075,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_huge_blocks_get_no_huge_pages_by_default),
     CHILD_CASE(child_one_block_at_a_time_over_many_classes_reuses_one_page),
     CHILD_CASE(child_a_request_takes_a_kept_block_up_to_8_times_its_class),
+    CHILD_CASE(child_a_large_request_takes_the_resident_run_an_exited_thread_left),
     CHILD_CASE(child_a_waiting_thread_hands_its_written_segment_on),
     CHILD_CASE(child_malloc_trim_returns_everything_at_once),
     CHILD_CASE(child_ebb_collect_force_returns_everything_at_once),
@@ -7177,6 +7230,7 @@ int main(int argc, char **argv)
     RUN_CASE(huge_blocks_get_no_huge_pages_by_default);
     RUN_CASE(one_block_at_a_time_over_many_classes_reuses_one_page);
     RUN_CASE(a_request_takes_a_kept_block_up_to_8_times_its_class);
+    RUN_CASE(a_large_request_takes_the_resident_run_an_exited_thread_left);
     RUN_CASE(a_waiting_thread_hands_its_written_segment_on);
     RUN_CASE(malloc_trim_returns_everything_at_once);
     RUN_CASE(ebb_collect_force_returns_everything_at_once);
