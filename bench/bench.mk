@@ -29,7 +29,7 @@ BENCH_CFLAGS := -std=c11 -O2 -g $(WARN) -D_GNU_SOURCE -fno-builtin-malloc \
 
 # One program per workload family (bench/bench_<name>.c), and the launcher
 # that measures every run (bench/measure.c).
-BENCH_PROGS := core larson xmalloc thrash frag realloc large seeds thread_start
+BENCH_PROGS := core larson xmalloc thrash frag realloc large seeds thread_start waves
 BENCH_BINS  := $(patsubst %,$(BENCH_BUILD)/bench_%,$(BENCH_PROGS)) $(BENCH_BUILD)/measure
 
 # QUICK, REPS, WAIT_QUIET, BENCH_ONLY and BENCH_SKIP_MISSING come from the

@@ -43,10 +43,12 @@ bench_need_build
 if [[ -n $QUICK ]]; then
 	PAIR_N=4000000 RAND_N=2000000 LARSON_OPS=2000000 XMALLOC_N=2000000 THRASH_ITERS=200000
 	FRAG_ROUNDS=12 REALLOC_STR_N=1000000 REALLOC_ARR_N=5000000 LARGE_N=150
+	WAVES_THREADS=400 WAVES_WAVE=100
 	SEED_BIG_ITERS=40 SEED_REV512K_N=200 PY_SCALE=2 CC_UNITS=8
 else
 	PAIR_N=20000000 RAND_N=10000000 LARSON_OPS=8000000 XMALLOC_N=8000000 THRASH_ITERS=1000000
 	FRAG_ROUNDS=40 REALLOC_STR_N=5000000 REALLOC_ARR_N=20000000 LARGE_N=600
+	WAVES_THREADS=2000 WAVES_WAVE=200
 	SEED_BIG_ITERS=100 SEED_REV512K_N=500 PY_SCALE=6 CC_UNITS=30
 fi
 SEED_IDLE_S=1 # seconds each seed scenario idles before its "RSS at end"
@@ -86,6 +88,8 @@ for t in 2 4; do
 	wl "scratch-${t}t" "threads" "false sharing, passive: as thrash, starting from blocks main allocated ($THRASH_ITERS)" \
 	   "$B/bench_thrash scratch $t $THRASH_ITERS"
 done
+wl waves "threads" "short-lived threads in waves of $WAVES_WAVE, 300 ops each: 16 B..4 MiB blocks, cross-thread swaps, realloc ($WAVES_THREADS threads)" \
+   "$B/bench_waves $WAVES_THREADS $WAVES_WAVE"
 wl frag "memory" "long- and short-lived blocks mixed, size bands shifting ($FRAG_ROUNDS rounds x 50000); end RSS with ~11 MiB live" \
    "$B/bench_frag $FRAG_ROUNDS"
 wl realloc-str "memory" "strings grown by realloc per append, 1..32 B at a time, to 16 B..64 KiB ($REALLOC_STR_N appends)" \
