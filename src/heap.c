@@ -810,6 +810,10 @@ bool heap_scavenge_pending(int sparse_bits)
  * ------------------------------------------------------------------------- */
 static void fork_prepare(void)
 {
+    /* Looked up here, in the parent, holding no lock of ours: a child must
+     * not call dlvsym, whose loader lock another thread may have held at
+     * the fork (the child's scavenger needs the count, purge.c). */
+    (void)os_libc_thread_count();
     trace_fork_prepare();
     purge_fork_prepare_first();
     lock_acquire(&heap_pool_lock);

@@ -1181,6 +1181,11 @@ unsigned long os_purge_syscalls(void);
  * user's own) and under the pids limit of the process's cgroup and of each
  * of its ancestors. True when nothing can be read. A few file reads. */
 bool os_thread_room(long more);
+/* The C library's count of running threads, whose fall to 0 ends the
+ * process (glibc's __nptl_nthreads), or NULL where it cannot be found. The
+ * first call looks it up (dlvsym: call it where the loader's lock may be
+ * taken, holding no lock of ours). */
+_Atomic(unsigned) *os_libc_thread_count(void);
 /* Asymmetric fences: after os_membarrier() returns true, every other running
  * thread of the process has executed a full memory barrier. The register
  * call must succeed first (Linux >= 4.14); a later call can still fail (a
@@ -1317,6 +1322,9 @@ int purge_thread_tid(void);
 /* Tests: the creator of the scavenger sleeps `ms` between pthread_create and
  * marking it running (the window of the STARTING state). */
 void purge_inject_start_delay(long ms);
+/* Tests: the scavenger sleeps `ms` before it leaves the C library's thread
+ * count (purge.c, "Not one of the program's threads", step 3). */
+void purge_inject_leave_count_delay(long ms);
 
 /* ---------------------------------------------------------------------------
  * segment.c — segments, the segment map, abandonment, the segment cache

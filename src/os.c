@@ -12,6 +12,7 @@
 #include <cpuid.h>
 #endif
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -407,6 +408,25 @@ bool os_thread_room(long more)
             return false;
     }
     return pids_room(more);
+}
+
+/* glibc counts its threads in __nptl_nthreads (GLIBC_PRIVATE, an unsigned
+ * int in libc.so.6 since 2.34): pthread_create adds one, and a thread that
+ * finishes (returns from its start routine, or calls pthread_exit, main's
+ * too) takes one off; the thread that takes it to 0 calls exit(0). fork()
+ * sets it to 1 in the child. Looked up by name and version, not linked
+ * against: a C library without it gives NULL, and so does a static
+ * executable (dlvsym finds nothing there). */
+_Atomic(unsigned) *os_libc_thread_count(void)
+{
+    static _Atomic(unsigned) *count;
+    static atomic_bool looked;
+    if (!atomic_load_explicit(&looked, memory_order_acquire)) {
+        if (!os_info.static_exe)
+            count = (_Atomic(unsigned) *)dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
+        atomic_store_explicit(&looked, true, memory_order_release);
+    }
+    return count;
 }
 
 void os_write_stderr(const char *s, size_t len)

@@ -71,8 +71,15 @@
  * and pthread_create takes the same lock — a free that started the thread
  * there would deadlock. Until the thread exists, frees purge what they leave
  * at once (purge_at_free: the process may go idle before any allocation
- * starts the thread), and passes run inline from purge_poll when one is due. It blocks every signal and is detached: it
- * never keeps the process alive. In a forked child it does not exist; the
+ * starts the thread), and passes run inline from purge_poll when one is due. It blocks every signal and is detached,
+ * and it never keeps the process alive: glibc ends a process when its count
+ * of running threads falls to 0 (the last to finish calls exit(0)), and a
+ * detached thread counts like any other, so the thread takes itself out of
+ * that count as it starts (scavenger_main, "Not one of the program's
+ * threads"). Before that, a program whose main thread called pthread_exit,
+ * or a child forked from a secondary thread, stayed alive for good, with
+ * only this thread left in it, once its own threads had all finished (a
+ * sweep of real programs: CPython's test_threading hung there). In a forked child it does not exist; the
  * child starts one like any process, or at once if it inherited resident
  * memory waiting for a pass or EBB_STATS_INTERVAL asks for samples
  * (purge_fork_child_restart). With
@@ -82,6 +89,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -582,9 +590,43 @@ static uint64_t scavenger_sleep(long delay_ms, uint64_t next_sample, long interv
     }
 }
 
+/* Not one of the program's threads. `count` is the C library's count of
+ * running threads (os_libc_thread_count, found by the thread that created
+ * this one), which pthread_create raised for this thread. The steps:
+ *   1. pthread_create adds this thread to the count before it runs.
+ *   2. Here, first of all, the thread takes itself off, holding nothing.
+ *      From then on the count is the program's threads alone: the last of
+ *      them to finish takes it to 0 and calls exit(0), as without ebb, and
+ *      the exit ends this thread with the process.
+ *   3. If this thread's own step takes it to 0, the program's threads all
+ *      finished between step 1 and step 2, each seeing this thread still
+ *      counted: none called exit. This thread calls exit(0) in their stead
+ *      (atexit handlers and destructors then run on it, with every signal
+ *      blocked).
+ *   4. The thread never returns (glibc would take it off the count again).
+ * Without the count (a static executable, or another C library), the
+ * thread stays counted: a process whose last thread of its own ends by
+ * pthread_exit or by returning from its start routine keeps running with
+ * this thread alone (docs/memory-return.md, "The last thread"). */
+static atomic_long leave_delay_ms; /* tests: widen the window of step 3 */
+
+void purge_inject_leave_count_delay(long ms)
+{
+    atomic_store(&leave_delay_ms, ms);
+}
+
+static void leave_thread_count(_Atomic(unsigned) *count)
+{
+    long delay = atomic_load_explicit(&leave_delay_ms, memory_order_relaxed);
+    if (ebb_unlikely(delay > 0))
+        os_sleep_ms(delay);
+    if (count != NULL && atomic_fetch_sub(count, 1) == 1)
+        exit(0);
+}
+
 static void *scavenger_main(void *arg)
 {
-    (void)arg;
+    leave_thread_count(arg); /* step 2 of "Not one of the program's threads" */
     atomic_store_explicit(&scavenger_tid, os_gettid(), memory_order_relaxed);
     /* Work recorded while no thread existed that woke none: a new page of a
      * class above 1 KiB nudges only a scavenger that exists (purge_nudge).
@@ -648,7 +690,8 @@ static void purge_start_thread(void)
     pthread_t tid;
     bool traced = debug_untraced_begin(); /* its allocations are ebb's */
     bool room = os_thread_room(SCAVENGER_ROOM_THREADS);
-    int rc = room ? pthread_create(&tid, &attr, scavenger_main, NULL) : EAGAIN;
+    _Atomic(unsigned) *count = os_libc_thread_count(); /* holding no lock of ours: dlvsym */
+    int rc = room ? pthread_create(&tid, &attr, scavenger_main, (void *)count) : EAGAIN;
     if (rc == 0) /* before the program runs on: the leak report knows it by
                   * name too (purge_thread_tid) */
         pthread_setname_np(tid, PURGE_THREAD_NAME);

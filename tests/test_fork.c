@@ -556,6 +556,125 @@ static void a_child_of_fork_without_handlers_keeps_its_heap(void)
           "it lost its heap, 127 = exec failed, 10-12 = _Fork or waitpid failed)", status);
 }
 
+/* The process ends when the last of its own threads does (glibc: the last
+ * thread to finish calls exit(0)), whatever ebb's scavenger thread is doing:
+ * it takes itself out of the C library's count as it starts (purge.c, "Not
+ * one of the program's threads"). A sweep of real programs found both cases
+ * below hanging for good, with the scavenger the one thread left: CPython's
+ * test_threading forks from a thread. Each child first makes ebb start its
+ * scavenger (a huge block freed, then allocations until the thread shows up
+ * in /proc/self/status), and exits 7 if it never does, which fails the case
+ * (it would check nothing). Its atexit handler writes to a pipe: the child
+ * must end through exit(0), not be killed. */
+static int exit_pipe[2];
+
+static void exit_marker(void)
+{
+    char c = 'x';
+    if (write(exit_pipe[1], &c, 1) != 1)
+        _exit(9);
+}
+
+static long threads_in_this_process(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return -1;
+    char line[256];
+    long n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %ld", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+/* In a child with one thread: true once ebb's scavenger runs beside it. */
+static bool scavenger_started(void)
+{
+    free(malloc(3 * MiB)); /* a huge block: the process wants the thread */
+    for (int i = 0; i < 1000; i++) {
+        if (threads_in_this_process() >= 2)
+            return true;
+        free(malloc(200 * KiB)); /* an allocation slow path starts it */
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+static void *last_thread_main(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 100; i++)
+        free(malloc(64 * KiB));
+    return NULL;
+}
+
+/* The parent's side: the child ends, by exit(0), within CHILD_TIMEOUT_S. */
+static void expect_child_exits_0(pid_t pid, const char *how)
+{
+    close(exit_pipe[1]);
+    int status = 0;
+    bool ended = check_wait_child(pid, &status, CHILD_TIMEOUT_S);
+    char c = 0;
+    bool marked = read(exit_pipe[0], &c, 1) == 1 && c == 'x';
+    close(exit_pipe[0]);
+    if (!ended) {
+        CHECK(0, "%s: the process should end when its last thread does; it was still running "
+              "after %.0f s and was killed", how, CHILD_TIMEOUT_S);
+        return;
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "%s: expected exit status 0, got %#x (7: ebb's scavenger never started, so nothing "
+          "was checked)", how, status);
+    CHECK(marked, "%s: the process ended without running its atexit handlers (exit(0) was "
+          "not called)", how);
+}
+
+static void the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns(void)
+{
+    REQUIRE(pipe(exit_pipe) == 0, "pipe failed");
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork failed");
+    if (pid == 0) {
+        close(exit_pipe[0]);
+        atexit(exit_marker);
+        if (!scavenger_started())
+            _exit(7);
+        pthread_t t;
+        if (pthread_create(&t, NULL, last_thread_main, NULL) != 0)
+            _exit(8);
+        pthread_exit(NULL);
+    }
+    expect_child_exits_0(pid, "main called pthread_exit, then its one other thread returned");
+}
+
+static void *fork_then_return_main(void *arg)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(exit_pipe[0]);
+        atexit(exit_marker);
+        if (!scavenger_started())
+            _exit(7);
+        return NULL; /* the child's only thread of its own returns */
+    }
+    *(pid_t *)arg = pid;
+    return NULL;
+}
+
+static void a_child_forked_from_a_thread_ends_when_that_thread_returns(void)
+{
+    REQUIRE(pipe(exit_pipe) == 0, "pipe failed");
+    pid_t pid = -1;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, fork_then_return_main, &pid) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    REQUIRE(pid > 0, "fork failed");
+    expect_child_exits_0(pid, "forked from a secondary thread, which then returned in the child");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--fork-without-handlers") == 0)
@@ -565,5 +684,7 @@ int main(int argc, char **argv)
     RUN_CASE(fork_from_a_secondary_thread_while_main_allocates);
     RUN_CASE(a_child_of_fork_without_handlers_keeps_its_heap);
     RUN_CASE(a_pending_cancel_never_acts_inside_the_allocator);
+    RUN_CASE(the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns);
+    RUN_CASE(a_child_forked_from_a_thread_ends_when_that_thread_returns);
     return check_finish();
 }

@@ -79,6 +79,7 @@ extern unsigned long purge_pass_count(void);
 extern unsigned long purge_wakeup_count(void);
 extern int purge_thread_state(void);
 extern void purge_inject_start_delay(long ms);
+extern void purge_inject_leave_count_delay(long ms);
 extern void heap_inject_exit_pause(long ms);
 extern void heap_inject_exit_signal(int sig);
 extern void segment_inject_collect_pause(long ms);
@@ -6753,6 +6754,44 @@ static void free_while_the_scavenger_starts_still_wakes_it(void)
     expect_child_passes_at_delay_50("child_free_while_scavenger_starts_wakes_it", 30);
 }
 
+/* purge.c, "Not one of the program's threads", step 3: every thread of the
+ * program finishes while the scavenger is starting, each seeing it still in
+ * the C library's count, so none calls exit; the scavenger, taking itself
+ * off, finds the count at 0 and calls exit(0) in their stead. The program's
+ * first pthread_create starts the scavenger, held back 300 ms before its
+ * step; main, the one thread left, then calls pthread_exit. The atexit
+ * handler checks it runs on another thread than main (the scavenger) and
+ * says so on stdout; a hang is the failure before the fix (killed at the
+ * timeout). The child's checks cannot report through check_finish (main
+ * never returns): a failure exits at once with its own status. */
+static void last_exit_handler(void)
+{
+    if ((pid_t)syscall(SYS_gettid) == getpid())
+        _exit(5); /* main ran it: not the case under test */
+    fputs("exit(0) from the scavenger\n", stdout);
+    fflush(stdout);
+}
+
+static void child_the_scavenger_exits_for_threads_that_all_finished_as_it_started(void)
+{
+    purge_inject_leave_count_delay(300);
+    atexit(last_exit_handler);
+    pthread_t t;
+    if (start_thread(&t, 64 * KiB, return_at_once, NULL) != 0)
+        _exit(3);
+    pthread_join(t, NULL);
+    if (purge_thread_state() != STATE_RUNNING)
+        _exit(4); /* the first pthread_create should have started it */
+    pthread_exit(NULL);
+}
+
+static void the_scavenger_exits_for_threads_that_all_finished_as_it_started(void)
+{
+    static const char *const env[] = {"EBB_BACKGROUND=1", NULL};
+    expect_child_passes("child_the_scavenger_exits_for_threads_that_all_finished_as_it_started",
+                        env, 30);
+}
+
 /* ---------------------------------------------------------------------------
  * 5. DESIGN ("when it cannot be created, ebb degrades to purging on slow
  * paths"): EBB_BACKGROUND=0 creates no thread, and memory is returned during
@@ -7118,6 +7157,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_forked_child_thread_follows_the_options),
     CHILD_CASE(child_fork_in_the_recheck_window_keeps_the_wakeup),
     CHILD_CASE(child_free_while_scavenger_starts_wakes_it),
+    CHILD_CASE(child_the_scavenger_exits_for_threads_that_all_finished_as_it_started),
     CHILD_CASE(child_exit_does_not_write_into_segments_it_abandoned),
     CHILD_CASE(child_a_handler_allocating_during_thread_exit_gets_its_own_heap),
     CHILD_CASE(child_segment_emptied_during_a_collect_pass_is_released),
@@ -7172,6 +7212,7 @@ int main(int argc, char **argv)
     RUN_CASE(forked_child_thread_follows_the_options);
     RUN_CASE(fork_in_the_recheck_window_keeps_the_wakeup);
     RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
+    RUN_CASE(the_scavenger_exits_for_threads_that_all_finished_as_it_started);
     RUN_CASE(exit_does_not_write_into_segments_it_abandoned);
     RUN_CASE(a_handler_allocating_during_thread_exit_gets_its_own_heap);
     RUN_CASE(segment_emptied_during_a_collect_pass_is_released);
