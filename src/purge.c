@@ -71,20 +71,21 @@
  * and pthread_create takes the same lock — a free that started the thread
  * there would deadlock. Until the thread exists, frees purge what they leave
  * at once (purge_at_free: the process may go idle before any allocation
- * starts the thread), and passes run inline from purge_poll when one is due. It blocks every signal and is detached,
- * and it never keeps the process alive: glibc ends a process when its count
- * of running threads falls to 0 (the last to finish calls exit(0)), and a
- * detached thread counts like any other, so the thread takes itself out of
- * that count as it starts (scavenger_main, "Not one of the program's
- * threads"). Before that, a program whose main thread called pthread_exit,
- * or a child forked from a secondary thread, stayed alive for good, with
- * only this thread left in it, once its own threads had all finished (a
- * sweep of real programs: CPython's test_threading hung there). In a forked child it does not exist; the
- * child starts one like any process, or at once if it inherited resident
- * memory waiting for a pass or EBB_STATS_INTERVAL asks for samples
- * (purge_fork_child_restart). With
- * EBB_BACKGROUND=0, or if the thread cannot be created, passes run inline from
- * purge_poll when one is due (purges then happen only during allocator calls).
+ * starts the thread), and passes run inline from purge_poll when one is due.
+ * It blocks every signal and is detached, and it never keeps the process
+ * alive: glibc ends a process when its count of running threads falls to 0
+ * (the last to finish calls exit(0)), and a detached thread counts like any
+ * other, so the thread takes itself out of that count as it starts
+ * (scavenger_main, "Not one of the program's threads"). Before that, a
+ * program whose main thread called pthread_exit, or a child forked from a
+ * secondary thread, stayed alive for good, with only this thread left in
+ * it, once its own threads had all finished (a sweep of real programs:
+ * CPython's test_threading hung there). In a forked child it does not
+ * exist; the child starts one like any process, or at once if it inherited
+ * resident memory waiting for a pass or EBB_STATS_INTERVAL asks for samples
+ * (purge_fork_child_restart). With EBB_BACKGROUND=0, or if the thread cannot
+ * be created, passes run inline from purge_poll when one is due (purges then
+ * happen only during allocator calls).
  */
 #include <errno.h>
 #include <pthread.h>
