@@ -410,20 +410,86 @@ bool os_thread_room(long more)
     return pids_room(more);
 }
 
+/* The load bias of this executable (what its addresses were moved by),
+ * from the program headers in memory: their PT_PHDR entry says where they
+ * were meant to be. False if there is none: then only a fixed-address
+ * executable (ET_EXEC, bias 0) is known. */
+static bool executable_bias(uint16_t e_type, uintptr_t *bias)
+{
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+    size_t phnum = getauxval(AT_PHNUM);
+    for (size_t i = 0; ph != NULL && i < phnum; i++) {
+        if (ph[i].p_type == PT_PHDR) {
+            *bias = (uintptr_t)ph - ph[i].p_vaddr;
+            return true;
+        }
+    }
+    *bias = 0;
+    return e_type == ET_EXEC;
+}
+
+/* A statically linked executable's own data object `name`, from the symbol
+ * table (.symtab) of /proc/self/exe; NULL if the file has none (stripped)
+ * or does not define it. Every offset read from the file is checked
+ * against the file's size first. */
+static void *static_data_symbol(const char *name)
+{
+    size_t size = 0;
+    const uint8_t *base = os_map_file("/proc/self/exe", &size);
+    if (base == NULL)
+        return NULL;
+    void *found = NULL;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+    size_t name_len = strlen(name);
+    uintptr_t bias = 0;
+    if (size >= sizeof *eh && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
+        executable_bias(eh->e_type, &bias) &&
+        eh->e_shentsize == sizeof(ElfW(Shdr)) && eh->e_shoff < size &&
+        eh->e_shnum <= (size - eh->e_shoff) / sizeof(ElfW(Shdr))) {
+        const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(base + eh->e_shoff);
+        for (size_t i = 0; i < eh->e_shnum && found == NULL; i++) {
+            if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+                continue;
+            const ElfW(Shdr) *str = &sh[sh[i].sh_link];
+            if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset ||
+                str->sh_offset > size || str->sh_size > size - str->sh_offset)
+                continue;
+            const ElfW(Sym) *sym = (const ElfW(Sym) *)(base + sh[i].sh_offset);
+            const char *strings = (const char *)(base + str->sh_offset);
+            for (size_t k = 0; k < sh[i].sh_size / sizeof *sym; k++) {
+                if ((sym[k].st_info & 0xf) != STT_OBJECT || sym[k].st_shndx == SHN_UNDEF ||
+                    sym[k].st_name >= str->sh_size || str->sh_size - sym[k].st_name <= name_len ||
+                    memcmp(strings + sym[k].st_name, name, name_len + 1) != 0)
+                    continue;
+                found = (void *)(bias + sym[k].st_value);
+                break;
+            }
+        }
+    }
+    os_unmap_file(base, size);
+    return found;
+}
+
 /* glibc counts its threads in __nptl_nthreads (GLIBC_PRIVATE, an unsigned
  * int in libc.so.6 since 2.34): pthread_create adds one, and a thread that
  * finishes (returns from its start routine, or calls pthread_exit, main's
  * too) takes one off; the thread that takes it to 0 calls exit(0). fork()
  * sets it to 1 in the child. Looked up by name and version, not linked
- * against: a C library without it gives NULL, and so does a static
- * executable (dlvsym finds nothing there). */
+ * against: a C library without it gives NULL. A static executable has no
+ * dynamic symbols for dlvsym: there its own symbol table is read (NULL if
+ * it was stripped). A count that does not hold at least the calling thread
+ * is not taken for one. */
 _Atomic(unsigned) *os_libc_thread_count(void)
 {
     static _Atomic(unsigned) *count;
     static atomic_bool looked;
     if (!atomic_load_explicit(&looked, memory_order_acquire)) {
-        if (!os_info.static_exe)
-            count = (_Atomic(unsigned) *)dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
+        _Atomic(unsigned) *c =
+            os_info.static_exe
+                ? (_Atomic(unsigned) *)static_data_symbol("__nptl_nthreads")
+                : (_Atomic(unsigned) *)dlvsym(RTLD_DEFAULT, "__nptl_nthreads", "GLIBC_PRIVATE");
+        if (c != NULL && atomic_load_explicit(c, memory_order_relaxed) >= 1)
+            count = c;
         atomic_store_explicit(&looked, true, memory_order_release);
     }
     return count;

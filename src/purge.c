@@ -605,8 +605,8 @@ static uint64_t scavenger_sleep(long delay_ms, uint64_t next_sample, long interv
  *      (atexit handlers and destructors then run on it, with every signal
  *      blocked).
  *   4. The thread never returns (glibc would take it off the count again).
- * Without the count (a static executable, or another C library), the
- * thread stays counted: a process whose last thread of its own ends by
+ * Without the count (a stripped static executable, or another C library),
+ * the thread stays counted: a process whose last thread of its own ends by
  * pthread_exit or by returning from its start routine keeps running with
  * this thread alone (docs/memory-return.md, "The last thread"). */
 static atomic_long leave_delay_ms; /* tests: widen the window of step 3 */

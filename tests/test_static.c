@@ -146,6 +146,81 @@ static void debug_report_in_a_static_link_names_the_allocator(void)
           "trace to name allocate_in_static_link, got:\n%s", report);
 }
 
+/* The process ends when its last thread of its own does, also linked
+ * statically: ebb's scavenger takes itself out of glibc's count of threads
+ * (purge.c, "Not one of the program's threads"), found by dlvsym with a
+ * shared libc and in the executable's own symbol table in a fully static
+ * one (os.c). The child makes ebb start its scavenger, then main starts a
+ * thread and calls pthread_exit; the child must end by exit(0) (its atexit
+ * handler writes to a pipe) within 10 s, where before it ran on for good
+ * with the scavenger alone. */
+static int exit_pipe[2];
+
+static void exit_marker(void)
+{
+    char c = 'x';
+    if (write(exit_pipe[1], &c, 1) != 1)
+        _exit(9);
+}
+
+static long threads_in_this_process(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return -1;
+    char line[256];
+    long n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %ld", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+static void *last_thread_main(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 100; i++)
+        free(malloc(64 * KiB));
+    return NULL;
+}
+
+static void the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns(void)
+{
+    REQUIRE(pipe(exit_pipe) == 0, "pipe failed");
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork failed");
+    if (pid == 0) {
+        close(exit_pipe[0]);
+        atexit(exit_marker);
+        free(malloc(3 * MiB)); /* a huge block: the process wants its scavenger */
+        for (int i = 0; i < 1000 && threads_in_this_process() < 2; i++) {
+            free(malloc(200 * KiB)); /* an allocation slow path starts it */
+            struct timespec ts = {0, 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (threads_in_this_process() < 2)
+            _exit(7); /* no scavenger: nothing would be checked */
+        pthread_t t;
+        if (pthread_create(&t, NULL, last_thread_main, NULL) != 0)
+            _exit(8);
+        pthread_exit(NULL);
+    }
+    close(exit_pipe[1]);
+    int status = 0;
+    bool ended = check_wait_child(pid, &status, 10.0);
+    char c = 0;
+    bool marked = read(exit_pipe[0], &c, 1) == 1 && c == 'x';
+    close(exit_pipe[0]);
+    REQUIRE(ended, "the process should end when its last thread does; it was still running "
+            "after 10 s and was killed");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "expected exit status 0, got %#x (7: "
+          "ebb's scavenger never started, so nothing was checked)", status);
+    CHECK(marked, "the process ended without running its atexit handlers (exit(0) was not "
+          "called)");
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -155,6 +230,7 @@ int main(void)
     RUN_CASE(malloc_in_a_static_link_is_ebb);
     RUN_CASE(libc_internal_allocations_use_ebb);
     RUN_CASE(threads_allocate_and_free_across_each_other);
+    RUN_CASE(the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns);
     const char *debug = getenv("EBB_DEBUG");
     if (debug && strcmp(debug, "1") == 0)
         RUN_CASE(debug_report_in_a_static_link_names_the_allocator);
