@@ -149,14 +149,19 @@ run api CHECK_SKIP="$(
     skip malloc_trim_returns_reverse_freed_small_blocks_to_os "$RSS"
     skip calloc_zeroes_memory_that_was_dirtied_and_freed "$(slow 7)"
 )" -- "$T/test_api"
-run static -- "$T/test_static"
-run static_full -- "$T/test_static_full"
+run static CHECK_SKIP="$(
+    skip the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns "$FORK_THREADS"
+)" -- "$T/test_static"
+run static_full CHECK_SKIP="$(
+    skip the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns "$FORK_THREADS"
+)" -- "$T/test_static_full"
 # Debug mode in the fully static link (libgcc's unwinder is the program's
 # own): it starts, and its leak report at exit finds no block of the C
 # library's start-up lost (exit status 23 if it does).
 run static_full_debug EBB_DEBUG=1 EBB_DEBUG_LEAK_EXITCODE=23 CHECK_SKIP="$(
     skip threads_allocate_and_free_across_each_other "$(slow 26)"
     skip debug_report_in_a_static_link_names_the_allocator "$FORK_THREADS"
+    skip the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns "$FORK_THREADS"
 )" -- "$T/test_static_full"
 run threads CHECK_SKIP="$(
     skip a_reclaimed_segment_is_released_when_another_thread_frees_its_large_block "$RSS"
@@ -220,6 +225,8 @@ skipped test_fork/fork_while_threads_allocate_child_allocates_and_starts_threads
 skipped test_fork/fork_from_a_secondary_thread_while_main_allocates "$(slow 45)"
 skipped test_fork/a_child_of_fork_without_handlers_keeps_its_heap "$EXEC"
 skipped test_fork/a_pending_cancel_never_acts_inside_the_allocator "$FORK_THREADS"
+skipped test_fork/the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns "$FORK_THREADS"
+skipped test_fork/a_child_forked_from_a_thread_ends_when_that_thread_returns "$FORK_THREADS"
 skipped test_purge "most cases re-execute the program ($EXEC) or read RSS; the rest take 5-60 s each"
 
 run debug_behaviour EBB_DEBUG=1 EBB_DEBUG_LEAKS=off CHECK_SKIP="$(
