@@ -169,6 +169,22 @@ static inline void check_keep(const void *p)
     __asm__ volatile("" : : "r"(p) : "memory");
 }
 
+/* The threads of this process, from the "Threads:" line of /proc/self/status
+ * (-1 if it cannot be read). */
+static inline long check_thread_count(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return -1;
+    char line[256];
+    long n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %ld", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
 /* Wait for child `pid` for at most `timeout_s` seconds, polling every 2 ms.
  * True with *status set if it ended in time; else it is killed with SIGKILL,
  * reaped (*status is then the kill's) and the result is false. */

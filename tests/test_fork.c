@@ -575,26 +575,12 @@ static void exit_marker(void)
         _exit(9);
 }
 
-static long threads_in_this_process(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f == NULL)
-        return -1;
-    char line[256];
-    long n = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "Threads: %ld", &n) == 1)
-            break;
-    fclose(f);
-    return n;
-}
-
 /* In a child with one thread: true once ebb's scavenger runs beside it. */
 static bool scavenger_started(void)
 {
     free(malloc(3 * MiB)); /* a huge block: the process wants the thread */
     for (int i = 0; i < 1000; i++) {
-        if (threads_in_this_process() >= 2)
+        if (check_thread_count() >= 2)
             return true;
         free(malloc(200 * KiB)); /* an allocation slow path starts it */
         struct timespec ts = {0, 1000 * 1000};

@@ -163,20 +163,6 @@ static void exit_marker(void)
         _exit(9);
 }
 
-static long threads_in_this_process(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f == NULL)
-        return -1;
-    char line[256];
-    long n = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "Threads: %ld", &n) == 1)
-            break;
-    fclose(f);
-    return n;
-}
-
 static void *last_thread_main(void *arg)
 {
     (void)arg;
@@ -195,12 +181,12 @@ static void the_process_ends_when_main_called_pthread_exit_and_its_last_thread_r
         close(exit_pipe[0]);
         atexit(exit_marker);
         free(malloc(3 * MiB)); /* a huge block: the process wants its scavenger */
-        for (int i = 0; i < 1000 && threads_in_this_process() < 2; i++) {
+        for (int i = 0; i < 1000 && check_thread_count() < 2; i++) {
             free(malloc(200 * KiB)); /* an allocation slow path starts it */
             struct timespec ts = {0, 1000 * 1000};
             nanosleep(&ts, NULL);
         }
-        if (threads_in_this_process() < 2)
+        if (check_thread_count() < 2)
             _exit(7); /* no scavenger: nothing would be checked */
         pthread_t t;
         if (pthread_create(&t, NULL, last_thread_main, NULL) != 0)
