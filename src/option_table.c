@@ -219,16 +219,25 @@ bool option_parse_long(const char *s, long *out)
     bool neg = false;
     if (*s == '-' || *s == '+')
         neg = *s++ == '-';
+    unsigned base = 10;
+    if (s[0] == '0' && (s[1] | 0x20) == 'x') {
+        base = 16; /* fill bytes are named in hex: EBB_DEBUG_FILL_FREE=0xDD */
+        s += 2;
+    }
     if (*s == '\0')
         return false;
     unsigned long v = 0;
     for (; *s; s++) {
-        if (*s < '0' || *s > '9')
+        unsigned long digit;
+        if (*s >= '0' && *s <= '9')
+            digit = (unsigned long)(*s - '0');
+        else if (base == 16 && (*s | 0x20) >= 'a' && (*s | 0x20) <= 'f')
+            digit = (unsigned long)((*s | 0x20) - 'a' + 10);
+        else
             return false;
-        unsigned long digit = (unsigned long)(*s - '0');
-        if (v > ((unsigned long)LONG_MAX - digit) / 10)
+        if (v > ((unsigned long)LONG_MAX - digit) / base)
             return false;
-        v = v * 10 + digit;
+        v = v * base + digit;
     }
     *out = neg ? -(long)v : (long)v;
     return true;

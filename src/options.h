@@ -36,7 +36,8 @@ typedef enum {
 
 /* How a numeric option's value is written. */
 typedef enum {
-    OPTION_NUMBER, /* a decimal integer, with an optional sign (+ or -) */
+    OPTION_NUMBER, /* an integer, decimal or hex after 0x, with an optional
+                      sign (+ or -) */
     OPTION_SWITCH, /* 0 or 1; also off/on, no/yes, false/true (any case) */
     OPTION_BYTES,  /* decimal digits with an optional '+' (never a '-', not
                       even -0), optionally followed by K, M, G or T (powers
@@ -54,8 +55,9 @@ typedef struct option_desc_s {
 
 extern const option_desc_t option_table[OPT_COUNT];
 
-/* A decimal integer with an optional sign and nothing else (no spaces); false
- * if `s` is not one or is beyond a long. */
+/* An integer with an optional sign and nothing else (no spaces): decimal
+ * digits, or hex digits after "0x" (any case); false if `s` is not one or is
+ * beyond a long. */
 bool option_parse_long(const char *s, long *out);
 
 /* The value of numeric option `d` written as `s` (its unit's forms, above),

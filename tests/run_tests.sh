@@ -202,7 +202,7 @@ run_test ebbrun 300 -- bash tests/test_ebbrun.sh
 run_test debug_oom 300 EBB_DEBUG=1 EBB_DEBUG_LEAKS=off -- "$T/test_oom"
 run_test debug_faults 300 -- bash tests/test_debug.sh
 run_test debug_behaviour 300 EBB_DEBUG=1 -- "$T/test_debug"
-run_test debug_behaviour_options 300 EBB_DEBUG=1 EBB_DEBUG_FILL_ALLOC=17 EBB_DEBUG_FILL_FREE=34 \
+run_test debug_behaviour_options 300 EBB_DEBUG=1 EBB_DEBUG_FILL_ALLOC=17 EBB_DEBUG_FILL_FREE=0x22 \
     EBB_DEBUG_QUARANTINE=1048576 EBB_DEBUG_REALLOC=move -- "$T/test_debug"
 run_test debug_unwind 120 EBB_DEBUG=1 EBB_DEBUG_LEAKS=off -- "$T/test_unwind"
 run_test debug_threads 300 EBB_DEBUG=1 -- "$T/test_threads"

@@ -29,7 +29,7 @@ static struct ebb_stats stats(void)
 static int env_byte(const char *name, int def)
 {
     const char *v = getenv(name);
-    return v ? atoi(v) : def;
+    return v ? (int)strtol(v, NULL, 0) : def; /* ebb takes 0x too */
 }
 
 static bool all_bytes(const unsigned char *p, size_t n, int byte, size_t *bad)

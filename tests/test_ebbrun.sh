@@ -22,6 +22,8 @@
 #   byte_counts_take_a_plus_sign_and_refuse_a_minus  EBB_DEBUG_QUARANTINE=+5
 #                                      accepted; -0 and -5 refused as negative,
 #                                      by ebb and by ebbrun
+#   whole_numbers_take_hex             EBB_DEBUG_FILL_FREE=0xDD accepted by ebb
+#                                      and ebbrun; 0x, 0xg and 0x100 refused
 #   preload_reaches_child_processes    a shell started by ebbrun runs a child
 #                                      that also has ebb loaded
 #   installed_ebbrun_finds_its_library make install DESTDIR=...: the installed
@@ -240,6 +242,29 @@ grep -q '^ebb: EBB_DEBUG_QUARANTINE=2TiB: expected a byte count' "$TMP/u2.err" |
 "$EBBRUN" --set EBB_WHATEVER=1 -- true 2>"$TMP/w.err"
 [ $? -eq 2 ] && grep -q 'EBB_WHATEVER: not an ebb option' "$TMP/w.err" ||
     fail "--set EBB_WHATEVER=1: exit 2 with a message; got: $(cat "$TMP/w.err")"
+end
+
+# -------------------------------------------------------------------------
+# A sweep of real programs: CPython's tests name the fill byte they expect in
+# hex, and EBB_DEBUG_FILL_FREE=0xDD was refused. (That the value reaches the
+# fill is checked by test_debug's run with EBB_DEBUG_FILL_FREE=0x22.)
+begin whole_numbers_take_hex
+for v in 0xDD 0Xdd +0x10 0x0; do
+    EBB_DEBUG_FILL_FREE=$v "$EBBRUN" -- true 2>"$TMP/hx.err"
+    grep -q 'EBB_DEBUG_FILL_FREE' "$TMP/hx.err" &&
+        fail "EBB_DEBUG_FILL_FREE=$v should be accepted silently by the library; got: $(cat "$TMP/hx.err")"
+    "$EBBRUN" --set EBB_DEBUG_FILL_FREE=$v -- true 2>"$TMP/hx2.err"
+    rc=$?
+    [ $rc -eq 0 ] && [ ! -s "$TMP/hx2.err" ] ||
+        fail "--set EBB_DEBUG_FILL_FREE=$v should be accepted (exit 0, nothing said); got exit $rc: $(cat "$TMP/hx2.err")"
+done
+for v in 0x 0xg 0x100 x10 0x-1; do
+    EBB_DEBUG_FILL_FREE=$v "$EBBRUN" -- true 2>"$TMP/hb.err"
+    c=$(grep -c "^ebb: EBB_DEBUG_FILL_FREE=$v: expected a whole number from 0 to 255; using 222$" "$TMP/hb.err")
+    [ "$c" -eq 1 ] || fail "EBB_DEBUG_FILL_FREE=$v: expected one refusal from the library; got: $(cat "$TMP/hb.err")"
+    "$EBBRUN" --set EBB_DEBUG_FILL_FREE=$v -- true 2>"$TMP/hb2.err"
+    [ $? -eq 2 ] || fail "--set EBB_DEBUG_FILL_FREE=$v should exit 2"
+done
 end
 
 # -------------------------------------------------------------------------
