@@ -598,7 +598,7 @@ static uint64_t busy_collect_wait_ms(const heap_t *h)
 
 /* The idle time before a visit trims pages under live blocks (internal.h,
  * SPARSE_IDLE_FACTOR). */
-static uint64_t sparse_idle_ms(uint64_t idle_ms)
+uint64_t heap_sparse_idle_ms(uint64_t idle_ms)
 {
     uint64_t cap = idle_ms > SPARSE_IDLE_MAX_MS ? idle_ms : SPARSE_IDLE_MAX_MS;
     uint64_t scaled = idle_ms * SPARSE_IDLE_FACTOR;
@@ -662,7 +662,7 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
         uint64_t quiet_ms = ms_since(now_ms, h->scav_seen_ms);
         bool idle = force || quiet_ms >= idle_ms;
         /* Marked pages wait for a longer quiet than the rest (SPARSE_IDLE_FACTOR). */
-        bool trim = force || quiet_ms >= sparse_idle_ms(idle_ms);
+        bool trim = force || quiet_ms >= heap_sparse_idle_ms(idle_ms);
         bool done = false;
         if (idle && (remote || retained || trim) && lock_try_acquire(&h->lock)) {
             if (heap_quiesce(h)) {

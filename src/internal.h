@@ -332,8 +332,8 @@ void __tsan_acquire(void *addr);
  *      had blocks freed into them since they were last full or last
  *      trimmed (segment_t.sparse_watch) once their thread stays idle for
  *      SPARSE_IDLE_FACTOR purge delays (at most SPARSE_IDLE_MAX_MS, 1 s by
- *      default, unless the delay is longer), or has exited
- *      (abandoned segments). Not in a solo process (8: one segment at most),
+ *      default, unless the delay is longer), or has been gone as long
+ *      (abandoned segments: a thread started meanwhile reuses them). Not in a solo process (8: one segment at most),
  *      nor without membarrier (heap.c, quiescing). A new page of a class up
  *      to 1 KiB wakes no scavenger (page.c, page_watch_new): the visit that
  *      trims it is one made for another reason.
@@ -611,6 +611,12 @@ typedef struct segment_s {
     /* Never changes after setup. */
     uint32_t kind;
     uint32_t in_abandoned; /* under abandoned_lock: on the abandoned list */
+    /* When its owner last abandoned it (os_now_ms): the scavenger trims its
+     * pages under live blocks only once it has stayed abandoned as long as a
+     * live heap must stay idle for that (segment_abandoned_collect). Written
+     * by the abandoning owner before the push, read by the pass that takes
+     * it off the list (abandoned_lock orders the two). */
+    uint64_t abandoned_ms;
     /* Normal segments. Bit i set = slice i is free. Claimed by the owner with a
      * CAS (segment_claim_slices); released by any thread with an atomic OR after
      * it has reset the slices' descriptors (release order). */
@@ -1388,8 +1394,10 @@ bool segment_purge(segment_t *seg, bool force);
  * SEGMENT_STANDBY. True if some remain that a later pass must unmap. */
 bool segment_cache_decay(uint64_t now_ms, bool force);
 /* Collect remote frees into abandoned segments, free their empty pages,
- * release the segments that became free. */
-void segment_abandoned_collect(bool force);
+ * release the segments that became free; trim the marked pages of those
+ * abandoned at least `trim_quiet_ms` before `now_ms` (all pages of all of
+ * them with `force`). */
+void segment_abandoned_collect(uint64_t now_ms, uint64_t trim_quiet_ms, bool force);
 /* An abandoned segment may have something to give back (see segment.c). */
 void segment_abandoned_touch(void);
 bool segment_abandoned_pending(void);
@@ -1511,6 +1519,10 @@ heap_t *heap_create_debug(void);
 void heap_process_init(void);
 /* Scavenger: visit idle heaps with remote frees pending (all with `force`). */
 void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force);
+/* How long a heap idle for `idle_ms` a visit must have seen no slow path
+ * before its marked pages are trimmed (SPARSE_IDLE_FACTOR); an abandoned
+ * segment waits as long from its owner's exit. */
+uint64_t heap_sparse_idle_ms(uint64_t idle_ms);
 /* Owner, lock held: collect if the scavenger asked (heap.c, heap_scavenge). */
 void heap_collect_asked(heap_t *heap);
 static inline void heap_collect_if_asked(heap_t *heap)

@@ -1161,8 +1161,9 @@ void heap_collect_pages(heap_t *heap, bool force)
  * into the page takes the slow path, and the idle visit's collection of
  * remote frees looks at it too), and the abandoned segments' collected
  * pages, once their heap has taken no slow path
- * for a purge delay and can be quiesced (heap.c, heap_scavenge), or their
- * owner has exited (segment.c, segment_abandoned_collect). The mark is the
+ * for SPARSE_IDLE_FACTOR purge delays and can be quiesced (heap.c,
+ * heap_scavenge), or their owner has been gone as long (segment.c,
+ * segment_abandoned_collect). The mark is the
  * signal the free fast path cannot give: a page whose blocks are freed one
  * by one, none of them its last, takes one slow path, the first free into it
  * while full or since its trim (review finding: 300,000 blocks of 1,000 B, all freed but every

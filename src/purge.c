@@ -474,8 +474,9 @@ static bool purge_pass_locked(bool force)
         pending |= debug_reuse_decay(now, force);
     }
     /* Idle heaps next: the pages they give up join the segments below. */
-    heap_scavenge(now, delay > HEAP_IDLE_MIN_MS ? (uint64_t)delay : HEAP_IDLE_MIN_MS, force);
-    segment_abandoned_collect(force);
+    uint64_t idle_ms = delay > HEAP_IDLE_MIN_MS ? (uint64_t)delay : HEAP_IDLE_MIN_MS;
+    heap_scavenge(now, idle_ms, force);
+    segment_abandoned_collect(now, heap_sparse_idle_ms(idle_ms), force);
     if (delay >= 0 || force)
         pending |= purge_segments(force);
     pending |= huge_cache_decay(now, force);

@@ -3226,6 +3226,95 @@ static void a_large_request_takes_the_resident_run_an_exited_thread_left(void)
     expect_child_passes("child_a_large_request_takes_the_resident_run_an_exited_thread_left", env, 30);
 }
 
+/* A thread exits leaving pages of 1,000-byte blocks with every 50th block
+ * live: its segments are abandoned with those pages marked for a trim. The
+ * scavenger trims such pages only once their segment has stayed abandoned
+ * as long as a live heap must stay idle for the same trim (SPARSE_IDLE_FACTOR
+ * purge delays: 2 s at EBB_PURGE_DELAY=100; segment.c,
+ * segment_abandoned_collect), so a thread started 0.4 s after the exit
+ * reclaims them and writes its blocks into pages still resident. Before, the
+ * first pass after the exit trimmed them, and the new thread faulted each
+ * page in again: threads started in waves of 200 had 490-710 MiB trimmed
+ * that way a run (bench_waves). */
+#define SPARSE_REUSE_BLOCKS 20000
+#define SPARSE_REUSE_SIZE 1000
+#define SPARSE_REUSE_KEEP 50 /* every 50th block stays live: no page empties */
+
+static void *sparse_leaver_main(void *arg)
+{
+    unsigned char **blocks = arg;
+    for (size_t i = 0; i < SPARSE_REUSE_BLOCKS; i++) {
+        blocks[i] = malloc(SPARSE_REUSE_SIZE);
+        if (blocks[i] == NULL)
+            return NULL;
+        touch(blocks[i], SPARSE_REUSE_SIZE, 1);
+    }
+    for (size_t i = 0; i < SPARSE_REUSE_BLOCKS; i++) {
+        if (i % SPARSE_REUSE_KEEP != 0) {
+            free(blocks[i]);
+            blocks[i] = NULL;
+        }
+    }
+    return blocks;
+}
+
+typedef struct sparse_reuser_s {
+    unsigned char **blocks; /* room for the thread's blocks, written by main */
+    size_t count;
+    long faults;
+} sparse_reuser_t;
+
+static void *sparse_reuser_main(void *arg)
+{
+    sparse_reuser_t *r = arg;
+    struct rusage before, after;
+    getrusage(RUSAGE_THREAD, &before);
+    for (size_t i = 0; i < r->count; i++) {
+        r->blocks[i] = malloc(SPARSE_REUSE_SIZE);
+        if (r->blocks[i] == NULL)
+            return NULL;
+        touch(r->blocks[i], SPARSE_REUSE_SIZE, 2);
+    }
+    getrusage(RUSAGE_THREAD, &after);
+    r->faults = after.ru_minflt - before.ru_minflt;
+    return r;
+}
+
+static void child_an_exited_threads_sparse_pages_wait_for_a_reclaimer(void)
+{
+    static unsigned char *left[SPARSE_REUSE_BLOCKS];
+    static unsigned char *taken[SPARSE_REUSE_BLOCKS];
+    pthread_t t;
+    REQUIRE(start_thread(&t, 0, sparse_leaver_main, left) == 0, "pthread_create failed");
+    void *ok = NULL;
+    pthread_join(t, &ok);
+    REQUIRE(ok != NULL, "the exiting thread's allocations failed");
+    sleep_ms(400);
+    sparse_reuser_t r = {.blocks = taken,
+                         .count = SPARSE_REUSE_BLOCKS - SPARSE_REUSE_BLOCKS / SPARSE_REUSE_KEEP};
+    REQUIRE(start_thread(&t, 0, sparse_reuser_main, &r) == 0, "pthread_create failed");
+    ok = NULL;
+    pthread_join(t, &ok);
+    REQUIRE(ok != NULL, "the second thread's allocations failed");
+    long pages = (long)(r.count * SPARSE_REUSE_SIZE / 4096);
+    printf("    info: the second thread wrote %zu blocks (%ld pages' worth) with %ld page faults\n",
+           r.count, pages, r.faults);
+    CHECK(r.faults < pages / 4,
+          "a thread started 0.4 s after another exited should reuse the free blocks of its "
+          "abandoned pages, still resident: expected fewer than %ld page faults for %ld pages "
+          "written, got %ld", pages / 4, pages, r.faults);
+    for (size_t i = 0; i < SPARSE_REUSE_BLOCKS; i++) {
+        free(left[i]);
+        free(taken[i]);
+    }
+}
+
+static void an_exited_threads_sparse_pages_wait_for_a_reclaimer(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=100", NULL};
+    expect_child_passes("child_an_exited_threads_sparse_pages_wait_for_a_reclaimer", env, 30);
+}
+
 /* ---------------------------------------------------------------------------
  * 7. SPEC ("malloc_trim(0) and ebb_collect(true) return everything that can be
  * returned, at once"), with 002's and 001's threads: 4 threads allocate 50 MiB
@@ -7118,6 +7207,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_one_block_at_a_time_over_many_classes_reuses_one_page),
     CHILD_CASE(child_a_request_takes_a_kept_block_up_to_8_times_its_class),
     CHILD_CASE(child_a_large_request_takes_the_resident_run_an_exited_thread_left),
+    CHILD_CASE(child_an_exited_threads_sparse_pages_wait_for_a_reclaimer),
     CHILD_CASE(child_a_waiting_thread_hands_its_written_segment_on),
     CHILD_CASE(child_malloc_trim_returns_everything_at_once),
     CHILD_CASE(child_ebb_collect_force_returns_everything_at_once),
@@ -7275,6 +7365,7 @@ int main(int argc, char **argv)
     RUN_CASE(one_block_at_a_time_over_many_classes_reuses_one_page);
     RUN_CASE(a_request_takes_a_kept_block_up_to_8_times_its_class);
     RUN_CASE(a_large_request_takes_the_resident_run_an_exited_thread_left);
+    RUN_CASE(an_exited_threads_sparse_pages_wait_for_a_reclaimer);
     RUN_CASE(a_waiting_thread_hands_its_written_segment_on);
     RUN_CASE(malloc_trim_returns_everything_at_once);
     RUN_CASE(ebb_collect_force_returns_everything_at_once);
