@@ -5,7 +5,8 @@
  *
  * What a pass does (purge_pass), oldest concern first:
  *   1. segments on the purge list: purge the free slices that have been free
- *      for a whole pass period (segment_purge);
+ *      for a whole pass period (segment_purge; an exited thread's only once
+ *      it has been gone ABANDONED_KEEP_FACTOR delays);
  *   2. the huge cache: purge mappings freed a delay ago, unmap them after the
  *      unmap delay (large.c);
  *   3. the segment cache: unmap segments past the unmap delay, beyond the
@@ -382,7 +383,7 @@ void purge_segment_forget(segment_t *seg)
 }
 
 /* Steps a–c over every listed segment. True if dirty slices remain. */
-static bool purge_segments(bool force)
+static bool purge_segments(uint64_t now_ms, uint64_t keep_ms, bool force)
 {
     bool pending = false;
     lock_acquire(&purge_lock);
@@ -391,7 +392,7 @@ static bool purge_segments(bool force)
         seg->purge_busy = 1;
     lock_release(&purge_lock);
     while (seg) {
-        segment_purge(seg, force); /* steps a and b */
+        segment_purge(seg, now_ms, keep_ms, force); /* steps a and b */
         lock_acquire(&purge_lock);
         segment_t *next = seg->purge_next;
         /* Step c. */
@@ -460,6 +461,17 @@ static bool purge_pending_solo(void)
     return purge_unowned_pending() || segment_cache_pending();
 }
 
+/* How long the free slices of an exited thread's segments wait for a thread
+ * that reclaims them (internal.h, ABANDONED_KEEP_FACTOR). */
+static uint64_t abandoned_keep_ms(long delay)
+{
+    if (delay <= 0)
+        return 0;
+    uint64_t cap = (uint64_t)delay > SPARSE_IDLE_MAX_MS ? (uint64_t)delay : SPARSE_IDLE_MAX_MS;
+    uint64_t scaled = (uint64_t)delay * ABANDONED_KEEP_FACTOR;
+    return scaled < cap ? scaled : cap;
+}
+
 /* One pass; the caller holds pass_lock. True if work remains for later. */
 static bool purge_pass_locked(bool force)
 {
@@ -478,7 +490,7 @@ static bool purge_pass_locked(bool force)
     heap_scavenge(now, idle_ms, force);
     segment_abandoned_collect(now, heap_sparse_idle_ms(idle_ms), force);
     if (delay >= 0 || force)
-        pending |= purge_segments(force);
+        pending |= purge_segments(now, abandoned_keep_ms(delay), force);
     pending |= huge_cache_decay(now, force);
     pending |= segment_cache_decay(now, force);
     pending |= heap_scavenge_pending(SPARSE_ALL);

@@ -353,6 +353,7 @@ static void cache_entries_update(void)
 static void segment_release(segment_t *seg)
 {
     atomic_store_explicit(&seg->thread_id, 0, memory_order_relaxed);
+    atomic_store_explicit(&seg->abandoned_ms, 0, memory_order_relaxed);
     seg->heap = NULL;
     seg->next = seg->prev = NULL;
     seg->cached_at_ms = os_now_ms();
@@ -877,7 +878,7 @@ void segment_abandon_all(heap_t *heap)
                     page_mark_abandoned(&seg->pages[i]);
             }
             seg->heap = NULL;
-            seg->abandoned_ms = os_now_ms();
+            atomic_store_explicit(&seg->abandoned_ms, os_now_ms(), memory_order_relaxed);
             lock_acquire(&abandoned_lock);
             atomic_store_explicit(&seg->thread_id, 0, memory_order_release);
             abandoned_push_locked(seg);
@@ -949,7 +950,8 @@ void segment_abandoned_collect(uint64_t now_ms, uint64_t trim_quiet_ms, bool for
          * page with live blocks; a pass, those that had blocks freed into
          * them since they were last full (their owner is gone: idle for good). */
         /* (Abandoned after the pass read the clock: not quiet yet.) */
-        bool trim = force || (now_ms >= seg->abandoned_ms && now_ms - seg->abandoned_ms >= trim_quiet_ms);
+        uint64_t since = atomic_load_explicit(&seg->abandoned_ms, memory_order_relaxed);
+        bool trim = force || (now_ms >= since && now_ms - since >= trim_quiet_ms);
         os_purge_batch_t batch;
         os_purge_batch_init(&batch);
         for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
@@ -1097,6 +1099,7 @@ static segment_t *segment_reclaim(heap_t *heap, unsigned cls, size_t count, size
     }
     if (seg) {
         abandoned_unlink(seg);
+        atomic_store_explicit(&seg->abandoned_ms, 0, memory_order_relaxed);
         /* Its large pages are the new owner's too, named before the owner
          * is published: a remote free of one (segment_free_large_remote)
          * that sees the segment owned tells the heap it reads there, so
@@ -1317,10 +1320,15 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
 /* ---------------------------------------------------------------------------
  * Purging free slices (called by the purge pass, purge.c)
  * ------------------------------------------------------------------------- */
-bool segment_purge(segment_t *seg, bool force)
+bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force)
 {
     uint64_t dirty = atomic_load(&seg->dirty_slices);
     uint64_t want = force ? dirty : dirty & atomic_load_explicit(&seg->dirty_old, memory_order_relaxed);
+    /* An exited thread's slices wait for its successors (ABANDONED_KEEP_FACTOR):
+     * still dirty, the segment stays listed and a later pass comes back. */
+    uint64_t abandoned = atomic_load_explicit(&seg->abandoned_ms, memory_order_relaxed);
+    if (!force && abandoned != 0 && now_ms < abandoned + keep_ms)
+        want = 0;
     /* Claim the wanted slices that are free, so no owner allocates them while
      * they are purged; dirty slices not free yet belong to a free in progress. */
     uint64_t got = 0;

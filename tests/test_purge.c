@@ -3315,6 +3315,107 @@ static void an_exited_threads_sparse_pages_wait_for_a_reclaimer(void)
     expect_child_passes("child_an_exited_threads_sparse_pages_wait_for_a_reclaimer", env, 30);
 }
 
+/* A thread exits with a small block live (its segment abandoned) and a
+ * 1 MiB run it freed still resident. The free slices of an
+ * exited thread's segment are purged only once it has been gone
+ * ABANDONED_KEEP_FACTOR purge delays (800 ms at EBB_PURGE_DELAY=100;
+ * src/internal.h), so a thread started 0.4 s after the exit takes the run
+ * and writes it without faulting its pages in again. Before, the run was
+ * purged one to two delays after its free, and the new thread faulted all
+ * of it in: threads in waves (bench_waves) had 420-490 MiB a run purged
+ * from abandoned segments that way. */
+typedef struct run_leaver_s {
+    void *pin;
+    unsigned char *big;
+} run_leaver_t;
+
+#define LEFT_RUN_BYTES (1 * MiB)
+
+static void *run_leaver_main(void *arg)
+{
+    run_leaver_t *r = arg;
+    r->pin = malloc(64);
+    r->big = malloc(LEFT_RUN_BYTES);
+    if (r->pin != NULL && r->big != NULL) {
+        touch(r->big, LEFT_RUN_BYTES, 3);
+        free(r->big); /* its slices are free and resident */
+    }
+    return NULL;
+}
+
+typedef struct run_taker_s {
+    unsigned char *p;
+    long faults;
+} run_taker_t;
+
+static void *run_taker_main(void *arg)
+{
+    run_taker_t *r = arg;
+    struct rusage before, after;
+    getrusage(RUSAGE_THREAD, &before);
+    r->p = malloc(LEFT_RUN_BYTES);
+    if (r->p != NULL)
+        touch(r->p, LEFT_RUN_BYTES, 4);
+    getrusage(RUSAGE_THREAD, &after);
+    r->faults = after.ru_minflt - before.ru_minflt;
+    return NULL;
+}
+
+static void child_an_exited_threads_free_run_waits_for_a_reclaimer(void)
+{
+    run_leaver_t left = {0};
+    pthread_t t;
+    REQUIRE(start_thread(&t, 0, run_leaver_main, &left) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    REQUIRE(left.pin != NULL && left.big != NULL, "the exiting thread's allocations failed");
+    sleep_ms(400);
+    run_taker_t taken = {0};
+    REQUIRE(start_thread(&t, 0, run_taker_main, &taken) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    REQUIRE(taken.p != NULL, "the second thread's malloc(1 MiB) failed");
+    long pages = (long)(LEFT_RUN_BYTES / 4096);
+    printf("    info: the second thread wrote its 1 MiB block (%s) with %ld page faults\n",
+           taken.p == left.big ? "the exited thread's run" : "another run", taken.faults);
+    CHECK(taken.p == left.big, "malloc(1 MiB) in a thread started 0.4 s after another exited: "
+          "expected the run that thread freed (%p), got %p", (void *)left.big, (void *)taken.p);
+    CHECK(taken.faults < pages / 4, "writing the exited thread's run 0.4 s after its exit should "
+          "find its pages resident: expected fewer than %ld page faults for %ld pages, got %ld",
+          pages / 4, pages, taken.faults);
+    free(taken.p);
+    free(left.pin);
+}
+
+static void an_exited_threads_free_run_waits_for_a_reclaimer(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=100", NULL};
+    expect_child_passes("child_an_exited_threads_free_run_waits_for_a_reclaimer", env, 30);
+}
+
+/* The other side of the same rule: with nobody to reclaim it, the run still
+ * goes back within the deadline of every "memory comes back" poll (purge
+ * delay + 1 s, from the join): 400 ms of keeping plus one to two delays. */
+static void child_an_exited_threads_free_run_goes_back_unclaimed(void)
+{
+    long base = rss_now();
+    run_leaver_t left = {0};
+    pthread_t t;
+    REQUIRE(start_thread(&t, 0, run_leaver_main, &left) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    REQUIRE(left.pin != NULL && left.big != NULL, "the exiting thread's allocations failed");
+    long held = rss_now();
+    CHECK(held - base >= (long)(LEFT_RUN_BYTES / 2),
+          "the exited thread's freed 1 MiB run should still be resident right after the join "
+          "(else this tests nothing); RSS grew by %ld KiB", (held - base) / 1024);
+    expect_rss_back(base, (long)(512 * KiB), held, "an exited thread's unclaimed free run");
+    free(left.pin);
+}
+
+static void an_exited_threads_free_run_goes_back_unclaimed(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
+    expect_child_passes("child_an_exited_threads_free_run_goes_back_unclaimed", env, 30);
+}
+
 /* ---------------------------------------------------------------------------
  * 7. SPEC ("malloc_trim(0) and ebb_collect(true) return everything that can be
  * returned, at once"), with 002's and 001's threads: 4 threads allocate 50 MiB
@@ -7208,6 +7309,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_a_request_takes_a_kept_block_up_to_8_times_its_class),
     CHILD_CASE(child_a_large_request_takes_the_resident_run_an_exited_thread_left),
     CHILD_CASE(child_an_exited_threads_sparse_pages_wait_for_a_reclaimer),
+    CHILD_CASE(child_an_exited_threads_free_run_waits_for_a_reclaimer),
+    CHILD_CASE(child_an_exited_threads_free_run_goes_back_unclaimed),
     CHILD_CASE(child_a_waiting_thread_hands_its_written_segment_on),
     CHILD_CASE(child_malloc_trim_returns_everything_at_once),
     CHILD_CASE(child_ebb_collect_force_returns_everything_at_once),
@@ -7366,6 +7469,8 @@ int main(int argc, char **argv)
     RUN_CASE(a_request_takes_a_kept_block_up_to_8_times_its_class);
     RUN_CASE(a_large_request_takes_the_resident_run_an_exited_thread_left);
     RUN_CASE(an_exited_threads_sparse_pages_wait_for_a_reclaimer);
+    RUN_CASE(an_exited_threads_free_run_waits_for_a_reclaimer);
+    RUN_CASE(an_exited_threads_free_run_goes_back_unclaimed);
     RUN_CASE(a_waiting_thread_hands_its_written_segment_on);
     RUN_CASE(malloc_trim_returns_everything_at_once);
     RUN_CASE(ebb_collect_force_returns_everything_at_once);
