@@ -3183,6 +3183,7 @@ static void a_request_takes_a_kept_block_up_to_8_times_its_class(void)
  * sixth (docs/memory-return.md, "Threads that come and go"). With
  * EBB_PURGE_DELAY=-1, so that no pass purges the run meanwhile. */
 typedef struct resident_leaver_s {
+    size_t bytes; /* the run to leave */
     void *pin;
     unsigned char *big;
 } resident_leaver_t;
@@ -3191,10 +3192,10 @@ static void *resident_leaver_main(void *arg)
 {
     resident_leaver_t *r = arg;
     r->pin = malloc(64);
-    r->big = malloc(256 * KiB);
+    r->big = malloc(r->bytes);
     if (r->pin != NULL && r->big != NULL) {
-        touch(r->big, 256 * KiB, 3);
-        free(r->big); /* its four slices are free and resident */
+        touch(r->big, r->bytes, 3);
+        free(r->big); /* its slices are free and resident */
     }
     return NULL;
 }
@@ -3202,7 +3203,7 @@ static void *resident_leaver_main(void *arg)
 static void child_a_large_request_takes_the_resident_run_an_exited_thread_left(void)
 {
     free(malloc(64)); /* this thread's heap holds a segment with fresh slices */
-    resident_leaver_t r = {0};
+    resident_leaver_t r = {.bytes = 256 * KiB};
     pthread_t t;
     REQUIRE(start_thread(&t, 0, resident_leaver_main, &r) == 0, "pthread_create failed");
     pthread_join(t, NULL);
@@ -3258,22 +3259,24 @@ static void *sparse_leaver_main(void *arg)
     return blocks;
 }
 
-typedef struct sparse_reuser_s {
-    unsigned char **blocks; /* room for the thread's blocks, written by main */
-    size_t count;
+/* A thread that allocates `count` blocks of `size` bytes into `blocks` and
+ * writes each, counting its own page faults meanwhile. */
+typedef struct reuser_s {
+    unsigned char **blocks; /* room for the thread's blocks, given by main */
+    size_t count, size;
     long faults;
-} sparse_reuser_t;
+} reuser_t;
 
-static void *sparse_reuser_main(void *arg)
+static void *reuser_main(void *arg)
 {
-    sparse_reuser_t *r = arg;
+    reuser_t *r = arg;
     struct rusage before, after;
     getrusage(RUSAGE_THREAD, &before);
     for (size_t i = 0; i < r->count; i++) {
-        r->blocks[i] = malloc(SPARSE_REUSE_SIZE);
+        r->blocks[i] = malloc(r->size);
         if (r->blocks[i] == NULL)
             return NULL;
-        touch(r->blocks[i], SPARSE_REUSE_SIZE, 2);
+        touch(r->blocks[i], r->size, 2);
     }
     getrusage(RUSAGE_THREAD, &after);
     r->faults = after.ru_minflt - before.ru_minflt;
@@ -3290,9 +3293,10 @@ static void child_an_exited_threads_sparse_pages_wait_for_a_reclaimer(void)
     pthread_join(t, &ok);
     REQUIRE(ok != NULL, "the exiting thread's allocations failed");
     sleep_ms(400);
-    sparse_reuser_t r = {.blocks = taken,
-                         .count = SPARSE_REUSE_BLOCKS - SPARSE_REUSE_BLOCKS / SPARSE_REUSE_KEEP};
-    REQUIRE(start_thread(&t, 0, sparse_reuser_main, &r) == 0, "pthread_create failed");
+    reuser_t r = {.blocks = taken,
+                  .count = SPARSE_REUSE_BLOCKS - SPARSE_REUSE_BLOCKS / SPARSE_REUSE_KEEP,
+                  .size = SPARSE_REUSE_SIZE};
+    REQUIRE(start_thread(&t, 0, reuser_main, &r) == 0, "pthread_create failed");
     ok = NULL;
     pthread_join(t, &ok);
     REQUIRE(ok != NULL, "the second thread's allocations failed");
@@ -3324,64 +3328,31 @@ static void an_exited_threads_sparse_pages_wait_for_a_reclaimer(void)
  * purged one to two delays after its free, and the new thread faulted all
  * of it in: threads in waves (bench_waves) had 420-490 MiB a run purged
  * from abandoned segments that way. */
-typedef struct run_leaver_s {
-    void *pin;
-    unsigned char *big;
-} run_leaver_t;
-
 #define LEFT_RUN_BYTES (1 * MiB)
-
-static void *run_leaver_main(void *arg)
-{
-    run_leaver_t *r = arg;
-    r->pin = malloc(64);
-    r->big = malloc(LEFT_RUN_BYTES);
-    if (r->pin != NULL && r->big != NULL) {
-        touch(r->big, LEFT_RUN_BYTES, 3);
-        free(r->big); /* its slices are free and resident */
-    }
-    return NULL;
-}
-
-typedef struct run_taker_s {
-    unsigned char *p;
-    long faults;
-} run_taker_t;
-
-static void *run_taker_main(void *arg)
-{
-    run_taker_t *r = arg;
-    struct rusage before, after;
-    getrusage(RUSAGE_THREAD, &before);
-    r->p = malloc(LEFT_RUN_BYTES);
-    if (r->p != NULL)
-        touch(r->p, LEFT_RUN_BYTES, 4);
-    getrusage(RUSAGE_THREAD, &after);
-    r->faults = after.ru_minflt - before.ru_minflt;
-    return NULL;
-}
 
 static void child_an_exited_threads_free_run_waits_for_a_reclaimer(void)
 {
-    run_leaver_t left = {0};
+    resident_leaver_t left = {.bytes = LEFT_RUN_BYTES};
     pthread_t t;
-    REQUIRE(start_thread(&t, 0, run_leaver_main, &left) == 0, "pthread_create failed");
+    REQUIRE(start_thread(&t, 0, resident_leaver_main, &left) == 0, "pthread_create failed");
     pthread_join(t, NULL);
     REQUIRE(left.pin != NULL && left.big != NULL, "the exiting thread's allocations failed");
     sleep_ms(400);
-    run_taker_t taken = {0};
-    REQUIRE(start_thread(&t, 0, run_taker_main, &taken) == 0, "pthread_create failed");
-    pthread_join(t, NULL);
-    REQUIRE(taken.p != NULL, "the second thread's malloc(1 MiB) failed");
+    unsigned char *p = NULL;
+    reuser_t taken = {.blocks = &p, .count = 1, .size = LEFT_RUN_BYTES};
+    REQUIRE(start_thread(&t, 0, reuser_main, &taken) == 0, "pthread_create failed");
+    void *ok = NULL;
+    pthread_join(t, &ok);
+    REQUIRE(ok != NULL, "the second thread's malloc(1 MiB) failed");
     long pages = (long)(LEFT_RUN_BYTES / 4096);
     printf("    info: the second thread wrote its 1 MiB block (%s) with %ld page faults\n",
-           taken.p == left.big ? "the exited thread's run" : "another run", taken.faults);
-    CHECK(taken.p == left.big, "malloc(1 MiB) in a thread started 0.4 s after another exited: "
-          "expected the run that thread freed (%p), got %p", (void *)left.big, (void *)taken.p);
+           p == left.big ? "the exited thread's run" : "another run", taken.faults);
+    CHECK(p == left.big, "malloc(1 MiB) in a thread started 0.4 s after another exited: "
+          "expected the run that thread freed (%p), got %p", (void *)left.big, (void *)p);
     CHECK(taken.faults < pages / 4, "writing the exited thread's run 0.4 s after its exit should "
           "find its pages resident: expected fewer than %ld page faults for %ld pages, got %ld",
           pages / 4, pages, taken.faults);
-    free(taken.p);
+    free(p);
     free(left.pin);
 }
 
@@ -3397,9 +3368,9 @@ static void an_exited_threads_free_run_waits_for_a_reclaimer(void)
 static void child_an_exited_threads_free_run_goes_back_unclaimed(void)
 {
     long base = rss_now();
-    run_leaver_t left = {0};
+    resident_leaver_t left = {.bytes = LEFT_RUN_BYTES};
     pthread_t t;
-    REQUIRE(start_thread(&t, 0, run_leaver_main, &left) == 0, "pthread_create failed");
+    REQUIRE(start_thread(&t, 0, resident_leaver_main, &left) == 0, "pthread_create failed");
     pthread_join(t, NULL);
     REQUIRE(left.pin != NULL && left.big != NULL, "the exiting thread's allocations failed");
     long held = rss_now();
