@@ -265,6 +265,10 @@ void __tsan_acquire(void *addr);
  * this many from the front of the list: a long list of full abandoned
  * segments cannot make one malloc slow. Full segments go to the back. */
 #define RECLAIM_SCAN_MAX 64
+/* And at most this many reclaims per request before mapping a fresh segment
+ * (a claim can still fail when a purge pass holds the slices for a moment). */
+#define RECLAIM_MAX_PER_REQUEST 4
+
 /* The free slices of a segment whose owner exited are purged only once it
  * has stayed abandoned this many purge delays (at most SPARSE_IDLE_MAX_MS,
  * unless the delay is longer; none with EBB_PURGE_DELAY=0), not one delay
@@ -274,10 +278,6 @@ void __tsan_acquire(void *addr);
  * from abandoned segments and faulted in again; kept 400 ms, the run took
  * 0.89x the time with 0.84x the page faults (kept 1 s: about the same). */
 #define ABANDONED_KEEP_FACTOR 8
-
-/* And at most this many reclaims per request before mapping a fresh segment
- * (a claim can still fail when a purge pass holds the slices for a moment). */
-#define RECLAIM_MAX_PER_REQUEST 4
 
 /* ---------------------------------------------------------------------------
  * What ebb keeps after the program freed it, and for how long. Every free
@@ -346,8 +346,9 @@ void __tsan_acquire(void *addr);
  *      trimmed (segment_t.sparse_watch) once their thread stays idle for
  *      SPARSE_IDLE_FACTOR purge delays (at most SPARSE_IDLE_MAX_MS, 1 s by
  *      default, unless the delay is longer), or has been gone as long
- *      (abandoned segments: a thread started meanwhile reuses them). Not in a solo process (8: one segment at most),
- *      nor without membarrier (heap.c, quiescing). A new page of a class up
+ *      (abandoned segments: a thread started meanwhile reuses them). Not
+ *      in a solo process (8: one segment at most), nor without membarrier
+ *      (heap.c, quiescing). A new page of a class up
  *      to 1 KiB wakes no scavenger (page.c, page_watch_new): the visit that
  *      trims it is one made for another reason.
  *  (Hot classes, PAGE_HOT, add no place: a block freed goes on its page's
