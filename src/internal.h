@@ -269,8 +269,8 @@ void __tsan_acquire(void *addr);
  * (a claim can still fail when a purge pass holds the slices for a moment). */
 #define RECLAIM_MAX_PER_REQUEST 4
 
-/* The free slices of a segment whose owner exited are purged only once it
- * has stayed abandoned this many purge delays (at most SPARSE_IDLE_MAX_MS,
+/* The free slices of a segment whose owner exited (abandoned, or entirely
+ * free and cached) are purged only once the exit is this many purge delays ago (at most SPARSE_IDLE_MAX_MS,
  * unless the delay is longer; none with EBB_PURGE_DELAY=0), not one delay
  * after their free: a thread that starts meanwhile reclaims the segment and
  * writes into them without a page fault. Threads started in waves of 200
@@ -625,16 +625,18 @@ typedef struct segment_s {
     /* Never changes after setup. */
     uint32_t kind;
     uint32_t in_abandoned; /* under abandoned_lock: on the abandoned list */
-    /* When its owner abandoned it (os_now_ms), 0 while a heap owns it or it
-     * is cached: the scavenger trims its pages under live blocks only once it
-     * has stayed abandoned as long as a live heap must stay idle for that
-     * (segment_abandoned_collect), and purges its free slices only once it
-     * has stayed abandoned ABANDONED_KEEP_FACTOR purge delays (segment_purge).
-     * Stored by the abandoning owner before the push, cleared by the
-     * reclaimer and by segment_release; read by the passes. Relaxed: a pass
-     * that reads a value a moment stale only purges or trims a pass earlier
-     * or later. */
-    _Atomic(uint64_t) abandoned_ms;
+    /* When the thread that owned it last exited (os_now_ms), leaving it
+     * abandoned or, entirely free, in the segment cache; 0 while a heap owns
+     * it, and when a live owner released it. The scavenger trims its pages
+     * under live blocks only once that exit is as long ago as a live heap
+     * must stay idle for the same trim (segment_abandoned_collect), and
+     * purges its free slices only once it is ABANDONED_KEEP_FACTOR purge
+     * delays ago (segment_purge). Stored by the exiting owner before the push
+     * or release, kept by the scavenger's release of an abandoned segment,
+     * cleared by the heap that takes the segment (heap_segment_push) and by
+     * a live owner's release; read by the passes. Relaxed: a pass that reads
+     * a value a moment stale only purges or trims a pass earlier or later. */
+    _Atomic(uint64_t) exited_ms;
     /* Normal segments. Bit i set = slice i is free. Claimed by the owner with a
      * CAS (segment_claim_slices); released by any thread with an atomic OR after
      * it has reset the slices' descriptors (release order). */
@@ -1406,7 +1408,7 @@ bool segment_map_contains(const void *p);
 uintptr_t segment_map_next(uintptr_t from, uintptr_t to);
 void segment_map_set(const void *seg, bool present);
 /* One purge step over a segment's dirty free slices: those dirty for a whole
- * pass period, unless the segment was abandoned less than `keep_ms` before
+ * pass period, unless the segment's owner exited less than `keep_ms` before
  * `now_ms` (all of them with `force`). True if dirty slices remain. */
 bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force);
 /* Unmap cached segments past the unmap delay (all with `force`), keeping

@@ -344,16 +344,17 @@ static void cache_entries_update(void)
     atomic_store_explicit(&cache_entries, cache_count + overflow_count, memory_order_relaxed);
 }
 
-/* A fully free segment nobody owns: keep it in the bounded cache; beyond the
+/* A fully free segment nobody owns (`exited_ms`: when the thread that owned
+ * it exited, or 0 if a live owner releases it): keep it in the bounded cache; beyond the
  * cache, on the overflow list until the purge pass unmaps it one purge delay
  * later (so a program freeing hundreds of MiB does not pay for the munmaps in
  * its free calls, and one allocating again soon reuses the segments). With a
  * purge delay of 0 or -1 (purge at once / never), or while no scavenger exists
  * (purge_at_free), it is unmapped now. */
-static void segment_release(segment_t *seg)
+static void segment_release(segment_t *seg, uint64_t exited_ms)
 {
     atomic_store_explicit(&seg->thread_id, 0, memory_order_relaxed);
-    atomic_store_explicit(&seg->abandoned_ms, 0, memory_order_relaxed);
+    atomic_store_explicit(&seg->exited_ms, exited_ms, memory_order_relaxed);
     seg->heap = NULL;
     seg->next = seg->prev = NULL;
     seg->cached_at_ms = os_now_ms();
@@ -536,6 +537,7 @@ static segment_t *segment_cache_pop_resident(size_t count, size_t align)
  * ------------------------------------------------------------------------- */
 static void heap_segment_push(heap_t *heap, segment_t *seg)
 {
+    atomic_store_explicit(&seg->exited_ms, 0, memory_order_relaxed);
     seg->heap = heap;
     seg->handoff_watch = false;
     seg->prev = NULL;
@@ -732,7 +734,7 @@ void segment_release_empty(heap_t *heap)
         next = seg->next;
         if (atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL) {
             heap_segment_remove(heap, seg);
-            segment_release(seg);
+            segment_release(seg, 0);
         }
     }
 }
@@ -744,7 +746,7 @@ void segment_maybe_release(heap_t *heap, segment_t *seg)
     if (atomic_load_explicit(&seg->free_slices, memory_order_acquire) != SLICES_ALL)
         return;
     heap_segment_remove(heap, seg);
-    segment_release(seg);
+    segment_release(seg, 0);
 }
 
 bool segment_cache_keeps(void)
@@ -756,7 +758,7 @@ bool segment_cache_keeps(void)
 void segment_hand_off(heap_t *heap, segment_t *seg)
 {
     heap_segment_remove(heap, seg);
-    segment_release(seg);
+    segment_release(seg, 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -850,12 +852,13 @@ static void abandoned_push_locked(segment_t *seg)
 void segment_abandon_all(heap_t *heap)
 {
     bool abandoned_any = false;
+    uint64_t now_ms = os_now_ms();
     segment_t *seg = heap->segments;
     while (seg) {
         segment_t *next = seg->next;
         heap_segment_remove(heap, seg);
         if (atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL) {
-            segment_release(seg);
+            segment_release(seg, now_ms);
         } else {
             /* Before the push: once listed, the segment may be reclaimed,
              * emptied and unmapped by another thread at any moment. (`kept`
@@ -878,7 +881,7 @@ void segment_abandon_all(heap_t *heap)
                     page_mark_abandoned(&seg->pages[i]);
             }
             seg->heap = NULL;
-            atomic_store_explicit(&seg->abandoned_ms, os_now_ms(), memory_order_relaxed);
+            atomic_store_explicit(&seg->exited_ms, now_ms, memory_order_relaxed);
             lock_acquire(&abandoned_lock);
             atomic_store_explicit(&seg->thread_id, 0, memory_order_release);
             abandoned_push_locked(seg);
@@ -950,7 +953,7 @@ void segment_abandoned_collect(uint64_t now_ms, uint64_t trim_quiet_ms, bool for
          * page with live blocks; a pass, those that had blocks freed into
          * them since they were last full (their owner is gone: idle for good). */
         /* (Abandoned after the pass read the clock: not quiet yet.) */
-        uint64_t since = atomic_load_explicit(&seg->abandoned_ms, memory_order_relaxed);
+        uint64_t since = atomic_load_explicit(&seg->exited_ms, memory_order_relaxed);
         bool trim = force || (now_ms >= since && now_ms - since >= trim_quiet_ms);
         os_purge_batch_t batch;
         os_purge_batch_init(&batch);
@@ -973,7 +976,7 @@ void segment_abandoned_collect(uint64_t now_ms, uint64_t trim_quiet_ms, bool for
         }
         lock_release(&abandoned_lock);
         if (empty)
-            segment_release(seg);
+            segment_release(seg, since);
     }
     if (trims_wait)
         atomic_store(&abandoned_dirty, 1); /* not segment_abandoned_touch: no wake-up, the
@@ -998,7 +1001,7 @@ void segment_abandoned_collect(uint64_t now_ms, uint64_t trim_quiet_ms, bool for
             abandoned_push_locked(seg);
         lock_release(&abandoned_lock);
         if (empty)
-            segment_release(seg);
+            segment_release(seg, atomic_load_explicit(&seg->exited_ms, memory_order_relaxed));
     }
 }
 
@@ -1099,7 +1102,6 @@ static segment_t *segment_reclaim(heap_t *heap, unsigned cls, size_t count, size
     }
     if (seg) {
         abandoned_unlink(seg);
-        atomic_store_explicit(&seg->abandoned_ms, 0, memory_order_relaxed);
         /* Its large pages are the new owner's too, named before the owner
          * is published: a remote free of one (segment_free_large_remote)
          * that sees the segment owned tells the heap it reads there, so
@@ -1198,8 +1200,8 @@ void segment_free_large_remote(segment_t *seg, page_t *page)
         abandoned_link_front(seg);
     }
     lock_release(&abandoned_lock);
-    if (release)
-        segment_release(seg);
+    if (release) /* its owner's exit still counts: ABANDONED_KEEP_FACTOR */
+        segment_release(seg, atomic_load_explicit(&seg->exited_ms, memory_order_relaxed));
 }
 
 /* ---------------------------------------------------------------------------
@@ -1326,8 +1328,8 @@ bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force
     uint64_t want = force ? dirty : dirty & atomic_load_explicit(&seg->dirty_old, memory_order_relaxed);
     /* An exited thread's slices wait for its successors (ABANDONED_KEEP_FACTOR):
      * still dirty, the segment stays listed and a later pass comes back. */
-    uint64_t abandoned = atomic_load_explicit(&seg->abandoned_ms, memory_order_relaxed);
-    if (!force && abandoned != 0 && now_ms < abandoned + keep_ms)
+    uint64_t exited = atomic_load_explicit(&seg->exited_ms, memory_order_relaxed);
+    if (!force && exited != 0 && now_ms < exited + keep_ms)
         want = 0;
     /* Claim the wanted slices that are free, so no owner allocates them while
      * they are purged; dirty slices not free yet belong to a free in progress. */
