@@ -286,9 +286,11 @@ void __tsan_acquire(void *addr);
  *   1. Free slices of a segment (free pages, freed large blocks): purged
  *      between one and two purge delays (EBB_PURGE_DELAY) after the free,
  *      whichever thread freed and whether or not it ever runs again; in a
- *      segment whose owner exited, no sooner than ABANDONED_KEEP_FACTOR
- *      delays after the exit (400 ms by default), for the threads that
- *      replace it.
+ *      segment whose owner exited (abandoned, or cached entirely free), held
+ *      for the threads that replace it until ABANDONED_KEEP_FACTOR delays
+ *      after the exit (400 ms by default), and never longer than that from
+ *      the first pass that held them (segment_t.purge_held_ms): at most one
+ *      delay later they are purged.
  *   2. One empty page per size class that a thread keeps for its next malloc
  *      (<= 64 KiB for blocks up to 8 KiB but 128 KiB for 640 B to 1 KiB, up
  *      to 512 KiB for the largest classes; resident only as far as it was
@@ -626,16 +628,20 @@ typedef struct segment_s {
     uint32_t kind;
     uint32_t in_abandoned; /* under abandoned_lock: on the abandoned list */
     /* When the thread that owned it last exited (os_now_ms), leaving it
-     * abandoned or, entirely free, in the segment cache; 0 while a heap owns
-     * it, and when a live owner released it. The scavenger trims its pages
-     * under live blocks only once that exit is as long ago as a live heap
-     * must stay idle for the same trim (segment_abandoned_collect), and
-     * purges its free slices only once it is ABANDONED_KEEP_FACTOR purge
-     * delays ago (segment_purge). Stored by the exiting owner before the push
-     * or release, kept by the scavenger's release of an abandoned segment,
-     * cleared by the heap that takes the segment (heap_segment_push) and by
-     * a live owner's release; read by the passes. Relaxed: a pass that reads
-     * a value a moment stale only purges or trims a pass earlier or later. */
+     * abandoned or, entirely free, in the segment cache (not on its overflow
+     * list, which is unmapped a purge delay after the release); 0 while a
+     * heap owns it, and when a live owner released it (also by a hand-off,
+     * page.c). The scavenger trims its pages under live blocks only once
+     * that exit is as long ago as a live heap must stay idle for the same
+     * trim (segment_abandoned_collect), and purges its free slices only once
+     * it is ABANDONED_KEEP_FACTOR purge delays ago (segment_purge), each hold
+     * bounded from its start (purge_held_ms, trim_held_ms). Stored by the
+     * exiting owner before the push or release; kept when the segment,
+     * abandoned, is released entirely free by the scavenger or by a remote
+     * free of its last large block; cleared by the heap that takes the
+     * segment (heap_segment_push) and by a live owner's release; read by the
+     * passes. Relaxed: a pass that reads a value a moment stale only purges
+     * or trims a pass earlier or later. */
     _Atomic(uint64_t) exited_ms;
     /* Normal segments. Bit i set = slice i is free. Claimed by the owner with a
      * CAS (segment_claim_slices); released by any thread with an atomic OR after
@@ -667,6 +673,15 @@ typedef struct segment_s {
     atomic_int purge_listed;
     int purge_busy;
     struct segment_s *purge_next, *purge_prev;
+    /* Pass-only (under pass_lock, purge.c): when a pass first held this
+     * segment's free slices (purge_held_ms) or its marked pages
+     * (trim_held_ms) back for the threads that replace an exited owner
+     * (exited_ms), 0 while nothing is held. A hold lasts at most its limit
+     * from then, however many owners exit meanwhile: threads that reclaim
+     * the segment one after another and exit, each setting exited_ms anew,
+     * kept its free slices resident for as long as they came (review of
+     * bd56fce: a thread every 200 ms, 3 MiB held for all 8 s). */
+    uint64_t purge_held_ms, trim_held_ms;
     /* Huge mappings in the huge cache (large.c, under its lock). */
     bool huge_purged; /* purged since it was freed */
     bool huge_zero;   /* and reads as zero (MADV_DONTNEED) */

@@ -952,9 +952,13 @@ void segment_abandoned_collect(uint64_t now_ms, uint64_t trim_quiet_ms, bool for
         /* The segment is off the list: ours to trim. malloc_trim trims every
          * page with live blocks; a pass, those that had blocks freed into
          * them since they were last full (their owner is gone: idle for good). */
-        /* (Abandoned after the pass read the clock: not quiet yet.) */
+        /* (Abandoned after the pass read the clock: not quiet yet.) A hold
+         * lasts at most trim_quiet_ms from the pass that started it
+         * (trim_held_ms, internal.h), whoever exits meanwhile. */
         uint64_t since = atomic_load_explicit(&seg->exited_ms, memory_order_relaxed);
-        bool trim = force || (now_ms >= since && now_ms - since >= trim_quiet_ms);
+        bool trim = force || (now_ms >= since && now_ms - since >= trim_quiet_ms) ||
+                    (seg->trim_held_ms != 0 && now_ms - seg->trim_held_ms >= trim_quiet_ms);
+        bool held = false;
         os_purge_batch_t batch;
         os_purge_batch_init(&batch);
         for (size_t i = 1; i < SLICES_PER_SEGMENT; i++) {
@@ -964,9 +968,14 @@ void segment_abandoned_collect(uint64_t now_ms, uint64_t trim_quiet_ms, bool for
                 else if (trim)
                     page_trim_if_watched(seg, i, &batch);
                 else
-                    trims_wait |= (seg->sparse_watch >> i) & 1;
+                    held |= (seg->sparse_watch >> i) & 1;
             }
         }
+        if (!held)
+            seg->trim_held_ms = 0;
+        else if (seg->trim_held_ms == 0)
+            seg->trim_held_ms = now_ms;
+        trims_wait |= held;
         os_purge_flush(&batch); /* before the segment is listed again */
         lock_acquire(&abandoned_lock);
         bool empty = atomic_load_explicit(&seg->free_slices, memory_order_acquire) == SLICES_ALL;
@@ -1326,11 +1335,17 @@ bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force
 {
     uint64_t dirty = atomic_load(&seg->dirty_slices);
     uint64_t want = force ? dirty : dirty & atomic_load_explicit(&seg->dirty_old, memory_order_relaxed);
-    /* An exited thread's slices wait for its successors (ABANDONED_KEEP_FACTOR):
-     * still dirty, the segment stays listed and a later pass comes back. */
+    /* An exited thread's slices wait for its successors (ABANDONED_KEEP_FACTOR),
+     * keep_ms from the exit and at most keep_ms from the first pass that held
+     * them (purge_held_ms, internal.h): still dirty, the segment stays listed
+     * and a later pass comes back. */
     uint64_t exited = atomic_load_explicit(&seg->exited_ms, memory_order_relaxed);
-    if (!force && exited != 0 && now_ms < exited + keep_ms)
-        want = 0;
+    if (!force && dirty != 0 && exited != 0 && now_ms < exited + keep_ms) {
+        if (seg->purge_held_ms == 0)
+            seg->purge_held_ms = now_ms;
+        if (now_ms < seg->purge_held_ms + keep_ms)
+            want = 0;
+    }
     /* Claim the wanted slices that are free, so no owner allocates them while
      * they are purged; dirty slices not free yet belong to a free in progress. */
     uint64_t got = 0;
@@ -1363,6 +1378,8 @@ bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force
     }
     dirty = atomic_load(&seg->dirty_slices);
     atomic_store_explicit(&seg->dirty_old, dirty, memory_order_relaxed);
+    if (dirty == 0)
+        seg->purge_held_ms = 0; /* nothing held: the next hold starts afresh */
     return dirty != 0;
 }
 

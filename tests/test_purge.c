@@ -3232,7 +3232,7 @@ static void a_large_request_takes_the_resident_run_an_exited_thread_left(void)
  * live: its segments are abandoned with those pages marked for a trim. The
  * scavenger trims such pages only once their segment has stayed abandoned
  * as long as a live heap must stay idle for the same trim (SPARSE_IDLE_FACTOR
- * purge delays: 2 s at EBB_PURGE_DELAY=100; segment.c,
+ * purge delays, at most 1 s: 1 s at EBB_PURGE_DELAY=100; segment.c,
  * segment_abandoned_collect), so a thread started 0.4 s after the exit
  * reclaims them and writes its blocks into pages still resident. Before, the
  * first pass after the exit trimmed them, and the new thread faulted each
@@ -3331,17 +3331,46 @@ static void an_exited_threads_sparse_pages_wait_for_a_reclaimer(void)
  * from abandoned segments that way. The same for a thread that leaves no
  * block live, whose segment goes to the segment cache entirely free: it
  * was purged one to two delays after the exit (waves: 0.93x the time and
- * 0.92x the page faults with the keep). */
+ * 0.92x the page faults with the keep). One run of 1 MiB: a thread that
+ * frees more before it exits hands its segment to the cache while it lives
+ * (page.c, page_hand_off_segment), and a live owner's release keeps nothing. */
 #define LEFT_RUN_BYTES (1 * MiB)
 
-static void exited_threads_run_waits_for_a_reclaimer(bool unpinned)
+/* LEAVE_UNPINNED in the environment: the exiting thread leaves no block. */
+static bool leave_unpinned(void)
 {
-    resident_leaver_t left = {.bytes = LEFT_RUN_BYTES, .unpinned = unpinned};
+    return getenv("LEAVE_UNPINNED") != NULL;
+}
+
+/* Run `child` with EBB_PURGE_DELAY=`delay_ms`: once with a block left live
+ * by the exiting thread, once without (LEAVE_UNPINNED). */
+static void expect_child_passes_both_ways(const char *child, const char *delay_ms)
+{
+    char delay[64];
+    snprintf(delay, sizeof delay, "EBB_PURGE_DELAY=%s", delay_ms);
+    const char *const pinned[] = {delay, NULL};
+    const char *const unpinned[] = {delay, "LEAVE_UNPINNED=1", NULL};
+    expect_child_passes(child, pinned, 30);
+    expect_child_passes(child, unpinned, 30);
+}
+
+/* A thread leaves `left`'s run freed and resident, and exits; false if
+ * its allocations failed. */
+static bool leave_a_run_and_exit(resident_leaver_t *left)
+{
     pthread_t t;
-    REQUIRE(start_thread(&t, 0, resident_leaver_main, &left) == 0, "pthread_create failed");
+    if (start_thread(&t, 0, resident_leaver_main, left) != 0)
+        return false;
     pthread_join(t, NULL);
-    REQUIRE((unpinned || left.pin != NULL) && left.big != NULL,
-            "the exiting thread's allocations failed");
+    return (left->unpinned || left->pin != NULL) && left->big != NULL;
+}
+
+static void child_an_exited_threads_free_run_waits_for_a_reclaimer(void)
+{
+    bool unpinned = leave_unpinned();
+    resident_leaver_t left = {.bytes = LEFT_RUN_BYTES, .unpinned = unpinned};
+    REQUIRE(leave_a_run_and_exit(&left), "the exiting thread's allocations failed");
+    pthread_t t;
     sleep_ms(400);
     unsigned char *p = NULL;
     reuser_t taken = {.blocks = &p, .count = 1, .size = LEFT_RUN_BYTES};
@@ -3363,35 +3392,20 @@ static void exited_threads_run_waits_for_a_reclaimer(bool unpinned)
     free(left.pin);
 }
 
-static void child_an_exited_threads_free_run_waits_for_a_reclaimer(void)
-{
-    exited_threads_run_waits_for_a_reclaimer(false);
-}
-
-static void child_an_exited_threads_free_segment_waits_for_a_reclaimer(void)
-{
-    exited_threads_run_waits_for_a_reclaimer(true);
-}
-
 static void an_exited_threads_free_run_waits_for_a_reclaimer(void)
 {
-    static const char *const env[] = {"EBB_PURGE_DELAY=100", NULL};
-    expect_child_passes("child_an_exited_threads_free_run_waits_for_a_reclaimer", env, 30);
-    expect_child_passes("child_an_exited_threads_free_segment_waits_for_a_reclaimer", env, 30);
+    expect_child_passes_both_ways("child_an_exited_threads_free_run_waits_for_a_reclaimer", "100");
 }
 
 /* The other side of the same rule: with nobody to reclaim it, the run still
  * goes back within the deadline of every "memory comes back" poll (purge
- * delay + 1 s, from the join): 400 ms of keeping plus one to two delays. */
-static void exited_threads_run_goes_back_unclaimed(bool unpinned)
+ * delay + 1 s, from the join): 400 ms of keeping, then at most one delay. */
+static void child_an_exited_threads_free_run_goes_back_unclaimed(void)
 {
+    bool unpinned = leave_unpinned();
     long base = rss_now();
     resident_leaver_t left = {.bytes = LEFT_RUN_BYTES, .unpinned = unpinned};
-    pthread_t t;
-    REQUIRE(start_thread(&t, 0, resident_leaver_main, &left) == 0, "pthread_create failed");
-    pthread_join(t, NULL);
-    REQUIRE((unpinned || left.pin != NULL) && left.big != NULL,
-            "the exiting thread's allocations failed");
+    REQUIRE(leave_a_run_and_exit(&left), "the exiting thread's allocations failed");
     long held = rss_now();
     const char *what = unpinned ? "an exited thread's unclaimed free run, its segment cached"
                                 : "an exited thread's unclaimed free run, its segment abandoned";
@@ -3402,21 +3416,129 @@ static void exited_threads_run_goes_back_unclaimed(bool unpinned)
     free(left.pin);
 }
 
-static void child_an_exited_threads_free_run_goes_back_unclaimed(void)
-{
-    exited_threads_run_goes_back_unclaimed(false);
-}
-
-static void child_an_exited_threads_free_segment_goes_back_unclaimed(void)
-{
-    exited_threads_run_goes_back_unclaimed(true);
-}
-
 static void an_exited_threads_free_run_goes_back_unclaimed(void)
 {
+    expect_child_passes_both_ways("child_an_exited_threads_free_run_goes_back_unclaimed", "50");
+}
+
+/* Review of bd56fce: the holds for an exited thread's successors were
+ * counted from the latest exit, and a thread that reclaims the segment for a
+ * small page and exits sets that anew. Short-lived threads started every
+ * 200 ms, each doing free(malloc(64)), then kept an exited thread's freed
+ * runs resident for as long as they came (3 MiB for all of an 8 s loop), and
+ * its pages under live blocks likewise. A hold now lasts at most its limit
+ * from the first pass that held it (segment_t.purge_held_ms, trim_held_ms):
+ * the memory comes back within the usual deadlines while the threads keep
+ * coming. Main starts them, one at a time: its own heap has the room it
+ * needs, so only they reclaim the exited thread's segments. */
+static void *cycle_once_main(void *arg)
+{
+    size_t size = *(const size_t *)arg;
+    unsigned char *p = malloc(size);
+    if (p != NULL)
+        touch(p, size, 5);
+    free(p);
+    return NULL;
+}
+
+/* Start a thread that allocates and frees one block of `size` bytes every
+ * 200 ms until RSS is at most `limit` or `deadline_s` passed. */
+static rss_poll_t rss_down_while_threads_come(long limit, double deadline_s, size_t size)
+{
+    rss_poll_t r = {.lowest = LONG_MAX};
+    double t0 = check_now();
+    for (;;) {
+        pthread_t t;
+        int rc = start_thread(&t, 0, cycle_once_main, &size);
+        CHECK(rc == 0, "pthread_create failed: %d", rc);
+        if (rc != 0)
+            return r;
+        pthread_join(t, NULL);
+        r.last = rss_now();
+        r.lowest = r.last < r.lowest ? r.last : r.lowest;
+        r.waited_s = check_now() - t0;
+        if (r.last <= limit) {
+            r.reached = true;
+            return r;
+        }
+        if (r.waited_s >= deadline_s)
+            return r;
+        sleep_ms(200);
+    }
+}
+
+#define CYCLE_RUNS 12
+
+static void *runs_leaver_main(void *arg)
+{
+    unsigned char *runs[CYCLE_RUNS];
+    for (size_t i = 0; i < CYCLE_RUNS; i++) {
+        runs[i] = malloc(256 * KiB);
+        if (runs[i] == NULL)
+            return NULL;
+        touch(runs[i], 256 * KiB, 3);
+    }
+    for (size_t i = 0; i < CYCLE_RUNS; i++)
+        free(runs[i]);
+    *(void **)arg = malloc(64); /* the pin: the segment is abandoned */
+    return *(void **)arg;
+}
+
+static void child_threads_coming_after_an_exit_do_not_extend_its_keep(void)
+{
+    free(malloc(100)); /* main's heap has a page of that class */
+    long base = rss_now();
+    void *pin = NULL;
+    pthread_t t;
+    REQUIRE(start_thread(&t, 0, runs_leaver_main, &pin) == 0, "pthread_create failed");
+    void *ok = NULL;
+    pthread_join(t, &ok);
+    REQUIRE(ok != NULL, "the exiting thread's allocations failed");
+    long held = rss_now();
+    rss_poll_t r = rss_down_while_threads_come(base + (long)(768 * KiB), idle_deadline_s(), 64);
+    printf("    info: an exited thread's freed runs, threads reclaiming its segment every 200 ms: "
+           "when idle +%.1f MiB, %s %.2f s: +%.1f MiB\n", mib(held - base),
+           r.reached ? "back after" : "NOT back after", r.waited_s, mib(r.last - base));
+    CHECK(held - base >= (long)(2 * MiB), "the exited thread's freed 3 MiB of runs should still "
+          "be resident right after the join (else this tests nothing); RSS grew by %.1f MiB",
+          mib(held - base));
+    CHECK(r.reached, "expected RSS within 0.75 MiB of the start within %.2f s while threads keep "
+          "coming; it was +%.1f MiB", idle_deadline_s(), mib(r.last - base));
+    free(pin);
+}
+
+static void child_threads_coming_after_an_exit_do_not_extend_its_trim_wait(void)
+{
+    static unsigned char *left[SPARSE_REUSE_BLOCKS];
+    free(malloc(SPARSE_REUSE_SIZE)); /* main's heap has a page of that class */
+    long base = rss_now();
+    pthread_t t;
+    REQUIRE(start_thread(&t, 0, sparse_leaver_main, left) == 0, "pthread_create failed");
+    void *ok = NULL;
+    pthread_join(t, &ok);
+    REQUIRE(ok != NULL, "the exiting thread's allocations failed");
+    long held = rss_now();
+    long live = (long)(SPARSE_REUSE_BLOCKS / SPARSE_REUSE_KEEP) * 4096; /* a page each, at most */
+    rss_poll_t r = rss_down_while_threads_come(base + live + (long)(1 * MiB), sparse_deadline_s(),
+                                               SPARSE_REUSE_SIZE);
+    printf("    info: an exited thread's pages under live blocks, threads reclaiming its segments "
+           "every 200 ms: when idle +%.1f MiB, %s %.2f s: +%.1f MiB\n", mib(held - base),
+           r.reached ? "back after" : "NOT back after", r.waited_s, mib(r.last - base));
+    CHECK(held - base >= live + (long)(8 * MiB), "the exited thread's free blocks should still "
+          "be resident right after the join (else this tests nothing); RSS grew by %.1f MiB",
+          mib(held - base));
+    CHECK(r.reached, "expected RSS within %.1f MiB of the start within %.2f s while threads "
+          "keep coming; it was +%.1f MiB", mib(live + (long)(1 * MiB)), sparse_deadline_s(),
+          mib(r.last - base));
+    for (size_t i = 0; i < SPARSE_REUSE_BLOCKS; i++)
+        free(left[i]);
+}
+
+static void threads_coming_after_an_exit_do_not_extend_its_holds(void)
+{
     static const char *const env[] = {"EBB_PURGE_DELAY=50", NULL};
-    expect_child_passes("child_an_exited_threads_free_run_goes_back_unclaimed", env, 30);
-    expect_child_passes("child_an_exited_threads_free_segment_goes_back_unclaimed", env, 30);
+    expect_child_passes("child_threads_coming_after_an_exit_do_not_extend_its_keep", env, 30);
+    expect_child_passes("child_threads_coming_after_an_exit_do_not_extend_its_trim_wait", env, 30);
 }
 
 /* ---------------------------------------------------------------------------
@@ -7314,8 +7436,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_an_exited_threads_sparse_pages_wait_for_a_reclaimer),
     CHILD_CASE(child_an_exited_threads_free_run_waits_for_a_reclaimer),
     CHILD_CASE(child_an_exited_threads_free_run_goes_back_unclaimed),
-    CHILD_CASE(child_an_exited_threads_free_segment_waits_for_a_reclaimer),
-    CHILD_CASE(child_an_exited_threads_free_segment_goes_back_unclaimed),
+    CHILD_CASE(child_threads_coming_after_an_exit_do_not_extend_its_keep),
+    CHILD_CASE(child_threads_coming_after_an_exit_do_not_extend_its_trim_wait),
     CHILD_CASE(child_a_waiting_thread_hands_its_written_segment_on),
     CHILD_CASE(child_malloc_trim_returns_everything_at_once),
     CHILD_CASE(child_ebb_collect_force_returns_everything_at_once),
@@ -7476,6 +7598,7 @@ int main(int argc, char **argv)
     RUN_CASE(an_exited_threads_sparse_pages_wait_for_a_reclaimer);
     RUN_CASE(an_exited_threads_free_run_waits_for_a_reclaimer);
     RUN_CASE(an_exited_threads_free_run_goes_back_unclaimed);
+    RUN_CASE(threads_coming_after_an_exit_do_not_extend_its_holds);
     RUN_CASE(a_waiting_thread_hands_its_written_segment_on);
     RUN_CASE(malloc_trim_returns_everything_at_once);
     RUN_CASE(ebb_collect_force_returns_everything_at_once);
