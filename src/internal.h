@@ -289,8 +289,9 @@ void __tsan_acquire(void *addr);
  *      segment whose owner exited (abandoned, or cached entirely free), held
  *      for the threads that replace it until ABANDONED_KEEP_FACTOR delays
  *      after the exit (400 ms by default), and never longer than that from
- *      the first pass that held them (segment_t.purge_held_ms): at most one
- *      delay later they are purged.
+ *      the pass that started their hold, which waits for the hold before it
+ *      at most as long (segment_t.purge_held_mask): two keeps and a delay
+ *      at most.
  *   2. One empty page per size class that a thread keeps for its next malloc
  *      (<= 64 KiB for blocks up to 8 KiB but 128 KiB for 640 B to 1 KiB, up
  *      to 512 KiB for the largest classes; resident only as far as it was
@@ -673,15 +674,17 @@ typedef struct segment_s {
     atomic_int purge_listed;
     int purge_busy;
     struct segment_s *purge_next, *purge_prev;
-    /* Pass-only (under pass_lock, purge.c): when a pass first held this
-     * segment's free slices (purge_held_ms) or its marked pages
-     * (trim_held_ms) back for the threads that replace an exited owner
-     * (exited_ms), 0 while nothing is held. A hold lasts at most its limit
-     * from then, however many owners exit meanwhile: threads that reclaim
-     * the segment one after another and exit, each setting exited_ms anew,
-     * kept its free slices resident for as long as they came (review of
-     * bd56fce: a thread every 200 ms, 3 MiB held for all 8 s). */
-    uint64_t purge_held_ms, trim_held_ms;
+    /* Pass-only (under pass_lock, purge.c): the holds for the threads that
+     * replace an exited owner (exited_ms). purge_held_mask: the free slices
+     * the current hold took (dirty when it started), 0 when none is left;
+     * purge_held_ms: when it started (segment_purge). trim_held_ms: when a
+     * pass first held its marked pages back, 0 while none waits
+     * (segment_abandoned_collect). A hold lasts at most its limit from its
+     * start, however many owners exit meanwhile: threads that reclaim the
+     * segment one after another and exit, each setting exited_ms anew, kept
+     * its free slices resident for as long as they came (review of bd56fce:
+     * a thread every 200 ms, 3 MiB held for all 8 s). */
+    uint64_t purge_held_mask, purge_held_ms, trim_held_ms;
     /* Huge mappings in the huge cache (large.c, under its lock). */
     bool huge_purged; /* purged since it was freed */
     bool huge_zero;   /* and reads as zero (MADV_DONTNEED) */

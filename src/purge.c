@@ -402,7 +402,7 @@ static bool purge_segments(uint64_t now_ms, uint64_t keep_ms, bool force)
             pending = true;
         } else {
             purge_unlink_locked(seg);
-            seg->purge_held_ms = 0; /* (an owner claimed the last dirty slices) */
+            seg->purge_held_mask = 0; /* (an owner claimed the last dirty slices) */
         }
         seg->purge_busy = 0;
         if (next)

@@ -1335,16 +1335,24 @@ bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force
 {
     uint64_t dirty = atomic_load(&seg->dirty_slices);
     uint64_t want = force ? dirty : dirty & atomic_load_explicit(&seg->dirty_old, memory_order_relaxed);
-    /* An exited thread's slices wait for its successors (ABANDONED_KEEP_FACTOR),
-     * keep_ms from the exit and at most keep_ms from the first pass that held
-     * them (purge_held_ms, internal.h): still dirty, the segment stays listed
-     * and a later pass comes back. */
+    /* An exited thread's slices wait for its successors (ABANDONED_KEEP_FACTOR):
+     * keep_ms from the exit, and at most keep_ms from the pass that first held
+     * them, however many owners exit meanwhile. A hold takes the slices dirty
+     * when it starts (purge_held_mask); once its time is up those still dirty
+     * (no successor took them) are purged, and slices freed since wait for
+     * the next hold, which starts when none of the first is left: a slice is
+     * held two keeps at most. Held slices stay dirty, the segment stays
+     * listed, and a later pass comes back. */
     uint64_t exited = atomic_load_explicit(&seg->exited_ms, memory_order_relaxed);
     if (!force && dirty != 0 && exited != 0 && now_ms < exited + keep_ms) {
-        if (seg->purge_held_ms == 0)
+        uint64_t held = seg->purge_held_mask & dirty;
+        if (held == 0) {
+            held = seg->purge_held_mask = dirty;
             seg->purge_held_ms = now_ms;
-        if (now_ms < seg->purge_held_ms + keep_ms)
-            want = 0;
+        }
+        want &= now_ms < seg->purge_held_ms + keep_ms ? 0 : held;
+    } else {
+        seg->purge_held_mask = 0; /* no hold: a later one starts afresh */
     }
     /* Claim the wanted slices that are free, so no owner allocates them while
      * they are purged; dirty slices not free yet belong to a free in progress. */
@@ -1379,7 +1387,7 @@ bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force
     dirty = atomic_load(&seg->dirty_slices);
     atomic_store_explicit(&seg->dirty_old, dirty, memory_order_relaxed);
     if (dirty == 0)
-        seg->purge_held_ms = 0; /* nothing held: the next hold starts afresh */
+        seg->purge_held_mask = 0; /* nothing held: the next hold starts afresh */
     return dirty != 0;
 }
 
