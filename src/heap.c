@@ -600,9 +600,7 @@ static uint64_t busy_collect_wait_ms(const heap_t *h)
  * SPARSE_IDLE_FACTOR). */
 uint64_t heap_sparse_idle_ms(uint64_t idle_ms)
 {
-    uint64_t cap = idle_ms > SPARSE_IDLE_MAX_MS ? idle_ms : SPARSE_IDLE_MAX_MS;
-    uint64_t scaled = idle_ms * SPARSE_IDLE_FACTOR;
-    return scaled < cap ? scaled : cap;
+    return delay_scaled_ms(idle_ms, SPARSE_IDLE_FACTOR);
 }
 
 /* A forced pass's visit to its caller's heap. The pass runs in ebb_collect,

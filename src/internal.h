@@ -194,6 +194,15 @@ void __tsan_acquire(void *addr);
 #define SPARSE_IDLE_FACTOR 20
 #define SPARSE_IDLE_MAX_MS 1000
 
+/* `factor` times `ms`, at most SPARSE_IDLE_MAX_MS unless `ms` itself is
+ * longer: the waits that scale with the purge delay (SPARSE_IDLE_FACTOR,
+ * ABANDONED_KEEP_FACTOR). */
+static inline uint64_t delay_scaled_ms(uint64_t ms, uint64_t factor)
+{
+    uint64_t cap = ms > SPARSE_IDLE_MAX_MS ? ms : SPARSE_IDLE_MAX_MS;
+    return ms * factor < cap ? ms * factor : cap;
+}
+
 /* However short the purge delay, a heap counts as idle for the scavenger's
  * visit (heap.c, quiescing) only once it has taken no slow path for this
  * long. Quiescing costs a membarrier (an interrupt on every CPU running the

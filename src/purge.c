@@ -466,11 +466,7 @@ static bool purge_pending_solo(void)
  * that reclaims them (internal.h, ABANDONED_KEEP_FACTOR). */
 static uint64_t abandoned_keep_ms(long delay)
 {
-    if (delay <= 0)
-        return 0;
-    uint64_t cap = (uint64_t)delay > SPARSE_IDLE_MAX_MS ? (uint64_t)delay : SPARSE_IDLE_MAX_MS;
-    uint64_t scaled = (uint64_t)delay * ABANDONED_KEEP_FACTOR;
-    return scaled < cap ? scaled : cap;
+    return delay > 0 ? delay_scaled_ms((uint64_t)delay, ABANDONED_KEEP_FACTOR) : 0;
 }
 
 /* One pass; the caller holds pass_lock. True if work remains for later. */

@@ -951,13 +951,12 @@ void segment_abandoned_collect(uint64_t now_ms, uint64_t trim_quiet_ms, bool for
         uint64_t free_mask = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
         /* The segment is off the list: ours to trim. malloc_trim trims every
          * page with live blocks; a pass, those that had blocks freed into
-         * them since they were last full (their owner is gone: idle for good). */
-        /* (Abandoned after the pass read the clock: not quiet yet.) A hold
-         * lasts at most trim_quiet_ms from the pass that started it
-         * (trim_held_ms, internal.h), whoever exits meanwhile. */
+         * them since they were last full, once its owner has been gone
+         * trim_quiet_ms, or the hold started trim_quiet_ms ago (trim_held_ms,
+         * internal.h), whoever exits meanwhile. */
         uint64_t since = atomic_load_explicit(&seg->exited_ms, memory_order_relaxed);
-        bool trim = force || (now_ms >= since && now_ms - since >= trim_quiet_ms) ||
-                    (seg->trim_held_ms != 0 && now_ms - seg->trim_held_ms >= trim_quiet_ms);
+        bool trim = force || ms_since(now_ms, since) >= trim_quiet_ms ||
+                    (seg->trim_held_ms != 0 && ms_since(now_ms, seg->trim_held_ms) >= trim_quiet_ms);
         bool held = false;
         os_purge_batch_t batch;
         os_purge_batch_init(&batch);
@@ -1344,13 +1343,13 @@ bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force
      * held two keeps at most. Held slices stay dirty, the segment stays
      * listed, and a later pass comes back. */
     uint64_t exited = atomic_load_explicit(&seg->exited_ms, memory_order_relaxed);
-    if (!force && dirty != 0 && exited != 0 && now_ms < exited + keep_ms) {
+    if (!force && dirty != 0 && exited != 0 && ms_since(now_ms, exited) < keep_ms) {
         uint64_t held = seg->purge_held_mask & dirty;
         if (held == 0) {
             held = seg->purge_held_mask = dirty;
             seg->purge_held_ms = now_ms;
         }
-        want &= now_ms < seg->purge_held_ms + keep_ms ? 0 : held;
+        want &= ms_since(now_ms, seg->purge_held_ms) < keep_ms ? 0 : held;
     } else {
         seg->purge_held_mask = 0; /* no hold: a later one starts afresh */
     }
