@@ -784,6 +784,25 @@ void heap_counts(size_t *alive, size_t *pooled)
     *pooled = p;
 }
 
+/* A purge pass gave back the free slices it had held (segment_purge) and so
+ * left a segment owned by `thread_id` entirely free: mark that heap's
+ * remote frees pending, so that the scavenger's next visit releases the
+ * segment if the owner stays idle. No heap in use with that id: its thread
+ * exited meanwhile, and its segments went to the abandoned list (the caller
+ * touches it). A heap the id names wrongly (a new thread reusing the id)
+ * gets a visit for nothing. */
+void heap_tell_owner(uintptr_t thread_id)
+{
+    lock_acquire(&heap_pool_lock);
+    for (heap_t *h = heap_buckets ? *heap_id_bucket(thread_id) : NULL; h; h = h->id_next) {
+        if (h->in_use && h->thread_id == thread_id) {
+            atomic_store(&h->remote_pending, 1);
+            break;
+        }
+    }
+    lock_release(&heap_pool_lock);
+}
+
 bool heap_scavenge_pending(int sparse_bits)
 {
     bool pending = false;

@@ -1571,6 +1571,9 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force);
  * before its marked pages are trimmed (SPARSE_IDLE_FACTOR); an abandoned
  * segment waits as long from its owner's exit. */
 uint64_t heap_sparse_idle_ms(uint64_t idle_ms);
+/* Purge pass: the heap of `thread_id` has a segment left entirely free by a
+ * pass (segment_purge): mark it for the scavenger's visit. */
+void heap_tell_owner(uintptr_t thread_id);
 /* Owner, lock held: collect if the scavenger asked (heap.c, heap_scavenge). */
 void heap_collect_asked(heap_t *heap);
 static inline void heap_collect_if_asked(heap_t *heap)
@@ -1589,6 +1592,14 @@ void heap_inject_exit_pause(long ms);
 void heap_inject_exit_signal(int sig);
 /* Tests: sleep `ms` in every collect pass of abandoned segments before they go back on the list. */
 void segment_inject_collect_pause(long ms);
+/* Tests: the calling thread's next carve of more blocks in a page that has
+ * some already sleeps `ms` before it puts them on the free list (page.c,
+ * page_extend); page_extend_pausing() is true meanwhile. */
+void page_inject_extend_pause(long ms);
+bool page_extend_pausing(void);
+/* Tests: pause a purge pass between its madvise of a segment's free slices
+ * and their give-back (segment_purge). */
+void segment_inject_purge_pause(long ms);
 /* Tests: the calling thread's next remote free sleeps `ms` (at most 65535)
  * between its reads of the page or segment and its push or OR (page.c,
  * segment.c); page_remote_free_pause sleeps it, when tls asks. */

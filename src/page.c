@@ -180,10 +180,50 @@ static void retained_set(heap_t *heap, unsigned cls, page_t *page)
 
 static void page_untrim(page_t *page, size_t from, size_t to);
 
+/* Tests (page_inject_extend_pause): the thread whose id is extend_pause_owner
+ * sleeps extend_pause_ms in its next carve without its heap's lock (a fork
+ * waits for a carve under the lock) of a page that has blocks carved
+ * already, between the two stores below; extend_pausing is 1 meanwhile. */
+static atomic_long extend_pause_ms;
+static _Atomic(uintptr_t) extend_pause_owner;
+static atomic_int extend_pausing;
+
+void page_inject_extend_pause(long ms)
+{
+    atomic_store(&extend_pause_owner, thread_id_self());
+    atomic_store(&extend_pause_ms, ms);
+}
+
+bool page_extend_pausing(void)
+{
+    return atomic_load(&extend_pausing) != 0;
+}
+
+static ebb_noinline void page_extend_pause(const page_t *page)
+{
+    heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
+    if (page->capacity == 0 || atomic_load(&extend_pause_owner) != thread_id_self() ||
+        heap == NULL || atomic_load(&heap->lock.held) != 0)
+        return;
+    long ms = atomic_exchange(&extend_pause_ms, 0);
+    atomic_store(&extend_pausing, 1);
+    os_sleep_ms(ms);
+    atomic_store(&extend_pausing, 0);
+}
+
 /* Carve up to PAGE_EXTEND_BYTES of not-yet-used blocks onto the (empty) free
  * list, in address order. A trim may have given back the OS pages they lie
  * on (page_trim_tail): the blocks are in use from now on, not dropped, so
- * those marks go (the pages fault back in as the blocks are written). */
+ * those marks go (the pages fault back in as the blocks are written).
+ * The owner carves without the lock too (page_refill_first), so a fork() on
+ * another thread may copy the page between any two of its stores, and the
+ * child reclaims the page (fork_child abandons this thread's heap): the
+ * blocks count as carved before they go on the list, so that a cut there
+ * only leaves them on no list. The other way round, the child found them on
+ * its free list and past its capacity, and carved them again once the list
+ * ran dry: the same blocks handed out twice (review finding, seen with a
+ * pause injected between the stores). A release fence: the stores must also
+ * reach memory in that order on CPUs that reorder stores. */
 static void page_extend(page_t *page)
 {
     size_t bs = page->block_size;
@@ -203,8 +243,11 @@ static void page_extend(page_t *page)
     for (size_t i = 1; i < n; i++, b += bs)
         ((block_t *)b)->next = (block_t *)(b + bs);
     ((block_t *)b)->next = page->free;
-    page->free = (block_t *)first;
     page->capacity += (uint16_t)n;
+    atomic_thread_fence(memory_order_release);
+    if (ebb_unlikely(atomic_load_explicit(&extend_pause_ms, memory_order_relaxed) > 0))
+        page_extend_pause(page);
+    page->free = (block_t *)first;
 }
 
 /* Debug mode: whether `link`, read from a block of a remote-free list, is a
@@ -625,8 +668,8 @@ static inline bool page_has_freed(const page_t *page)
  * 6.4 MB; now 5.7 MB). Looking further than the page behind, on every carve,
  * cost 36% more instructions on malloc/free pairs of 16 KiB (64 live), whose
  * pages carve one block at a time. (Each step leaves the page consistent or
- * merely leaks blocks if a fork interrupts it: a forked child never uses this
- * thread's lists.) */
+ * merely leaks blocks if a fork interrupts it: the child reclaims this
+ * thread's pages, so page_extend orders its stores for it.) */
 static void *page_refill_first(heap_t *heap, unsigned cls)
 {
     page_t *page = heap->queues[cls].first;
@@ -1101,12 +1144,17 @@ void page_mark_abandoned(page_t *page)
 void heap_collect_pages(heap_t *heap, bool force)
 {
     page_t *next;
+    /* Step 3 of the full-page protocol (top of this file): the flag is taken
+     * before the scan. Cleared after it, it erased the flag of a first remote
+     * free into a page the scan had passed already, and that page stayed on
+     * the full list with blocks free until some later collection (review
+     * finding). */
+    atomic_exchange_explicit(&heap->xfull_pending, 0, memory_order_acquire);
     for (page_t *page = heap->full.first; page; page = next) {
         next = page->next;
         if (atomic_load_explicit(&page->xthread_free, memory_order_acquire) & ~XTHREAD_FLAGS)
             page_unfull(heap, page);
     }
-    atomic_store_explicit(&heap->xfull_pending, 0, memory_order_relaxed);
     for (unsigned cls = 0; cls < CLASS_COUNT; cls++) {
         for (page_t *page = heap->queues[cls].first; page; page = next) {
             next = page->next;

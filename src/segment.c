@@ -7,8 +7,11 @@
  *   - the owner claims slices with a CAS (segment_claim_slices);
  *   - any thread releases slices with an atomic OR, after resetting their
  *     descriptors (release order, so the next claimer sees them reset);
- *   - the trim pass claims free slices with a CAS, purges them, and ORs them
- *     back, so purging never races an allocation of the same slices.
+ *   - the purge pass claims free slices with a CAS, purges them, and ORs them
+ *     back, so purging never races an allocation of the same slices. While
+ *     it holds them the segment does not read as entirely free to whoever
+ *     empties it meanwhile: the pass tells them once it gives the slices
+ *     back (segment_freed_under_a_hold).
  *
  * Freeing a run also marks its slices dirty (free but resident) and lists the
  * segment for the purge pass (purge.c describes that protocol); claiming a run
@@ -998,8 +1001,12 @@ void segment_abandoned_collect(uint64_t now_ms, uint64_t trim_quiet_ms, bool for
      * only had its run released (segment_free_large_remote), and left the
      * segment entirely free. (Review finding: such a segment stayed listed,
      * 4 MiB of address space and a header page, until some later free into
-     * an abandoned segment started another pass.) Large remote frees change
-     * free_slices under abandoned_lock only, so the check holds until the push. */
+     * an abandoned segment started another pass.) A large remote free that
+     * finds the segment abandoned changes free_slices under abandoned_lock
+     * (one that found it owned ORs without the lock, and touches the list
+     * after), and a purge pass that gives back slices it held touches the
+     * list too (segment_freed_under_a_hold), so a segment pushed back here
+     * does not stay listed once it is entirely free. */
     while (done) {
         segment_t *seg = done;
         done = seg->next;
@@ -1330,6 +1337,38 @@ page_t *segment_alloc_run(heap_t *heap, size_t count, size_t align_slices)
 /* ---------------------------------------------------------------------------
  * Purging free slices (called by the purge pass, purge.c)
  * ------------------------------------------------------------------------- */
+static atomic_long purge_pause_ms; /* tests: widen the window before the slices go back */
+
+void segment_inject_purge_pause(long ms)
+{
+    atomic_store(&purge_pause_ms, ms);
+}
+
+/* While a pass holds free slices (claimed for their madvise), the segment
+ * does not read as entirely free: whoever emptied it meanwhile (its owner's
+ * last free, a remote free of its last large block, a collect pass) saw
+ * slices in use and left it where it was. The pass's give-back made it
+ * entirely free: tell whoever releases it. Its owner, through its heap (the
+ * scavenger's next visit releases it if the owner stays idle; a busy owner
+ * releases it at its next free there), and the abandoned list's pass: an
+ * abandoned segment's, or one whose owner exits around the read of
+ * thread_id (its exit lists the segment and touches the list itself, and
+ * the pass that serves either touch runs after this one, so after the OR);
+ * a touch for nothing otherwise. (Review finding: an abandoned
+ * segment emptied during a pass stayed listed, 4 MiB of address space and
+ * a header page, until some unrelated exit or free; an idle thread kept a
+ * second, entirely free segment.) The pass's purge_busy keeps the segment
+ * mapped meanwhile (purge_segment_forget). Only for a segment emptied
+ * during the hold: one entirely free before it (a cached segment, a heap's
+ * last one) had no emptying to miss. */
+static void segment_freed_under_a_hold(segment_t *seg)
+{
+    uintptr_t owner = atomic_load(&seg->thread_id);
+    if (owner != 0)
+        heap_tell_owner(owner);
+    segment_abandoned_touch(); /* and purge_wake */
+}
+
 bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force)
 {
     uint64_t dirty = atomic_load(&seg->dirty_slices);
@@ -1355,7 +1394,7 @@ bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force
     }
     /* Claim the wanted slices that are free, so no owner allocates them while
      * they are purged; dirty slices not free yet belong to a free in progress. */
-    uint64_t got = 0;
+    uint64_t got = 0, free_before = 0;
     if (want) {
         uint64_t old = atomic_load_explicit(&seg->free_slices, memory_order_acquire);
         do {
@@ -1363,6 +1402,7 @@ bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force
         } while (got && !atomic_compare_exchange_weak_explicit(&seg->free_slices, &old, old & ~got,
                                                                memory_order_acquire,
                                                                memory_order_acquire));
+        free_before = old;
     }
     if (got) {
         /* The runs in one batch: a segment has at most 32 (os.c, "Batched
@@ -1380,8 +1420,12 @@ bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force
         }
         if (os_purge_flush(&batch))
             atomic_fetch_or_explicit(&seg->fresh_slices, got, memory_order_relaxed);
+        long pause = atomic_load_explicit(&purge_pause_ms, memory_order_relaxed);
+        if (ebb_unlikely(pause > 0))
+            os_sleep_ms(pause);
         atomic_fetch_and(&seg->dirty_slices, ~got);
-        atomic_fetch_or_explicit(&seg->free_slices, got, memory_order_release);
+        if ((atomic_fetch_or(&seg->free_slices, got) | got) == SLICES_ALL && free_before != SLICES_ALL)
+            segment_freed_under_a_hold(seg);
     }
     dirty = atomic_load(&seg->dirty_slices);
     atomic_store_explicit(&seg->dirty_old, dirty, memory_order_relaxed);

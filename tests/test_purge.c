@@ -7017,6 +7017,220 @@ static void a_huge_block_freed_during_a_pass_stays_cached(void)
     expect_child_passes("child_a_huge_block_freed_during_a_pass_stays_cached", env, 60);
 }
 
+/* ---------------------------------------------------------------------------
+ * Review finding: a purge pass takes the free slices it purges out of the
+ * segment's free mask around its madvise (segment_purge), so whoever empties
+ * the segment meanwhile sees slices in use and leaves it where it is. A
+ * remote free of an abandoned segment's last large block left the segment
+ * listed, entirely free, until some unrelated exit or free; an idle owner's
+ * last free into its second segment left that segment with it for good.
+ * The hook segment_inject_purge_pause holds every pass 300 ms between the
+ * madvise and the give-back; the emptying free comes once the RSS shows the
+ * madvise of the two freed runs done. The segment: a 192 KiB block (a run of
+ * slices) that empties it, and two runs of 1 MiB, written and freed.
+ * ------------------------------------------------------------------------- */
+extern void segment_inject_purge_pause(long ms);
+#define HOLD_LAST (192 * KiB)
+#define HOLD_RUN (1 * MiB)
+
+static struct {
+    crew_t crew;
+    bool owner_frees; /* the owner frees `last` itself, then sleeps */
+    void *last, *second; /* second: a live block in the owner's second segment */
+    long freed_after_ms;  /* how long the free waited for the madvise (-1: never saw it) */
+} hold;
+
+/* Free hold.last once the pass has purged the runs this thread freed: RSS
+ * below `before` by most of them. Waits at most 2 s. */
+static void free_last_inside_the_pause(long before)
+{
+    double t0 = check_now();
+    while (rss_now() > before - (long)(3 * HOLD_RUN / 2) && check_now() - t0 < 2.0)
+        usleep(200);
+    hold.freed_after_ms = check_now() - t0 < 2.0 ? (long)((check_now() - t0) * 1000) : -1;
+    free(hold.last);
+}
+
+static void *hold_owner_main(void *arg)
+{
+    (void)arg;
+    stack_pretouch();
+    hold.last = malloc(HOLD_LAST);
+    void *run[2] = {malloc(HOLD_RUN), malloc(HOLD_RUN)};
+    /* A second segment, the owner's last one, kept by a live block: the
+     * first (its first slice the header, then 3 + 16 + 16 slices) has no
+     * run of 32 left. */
+    hold.second = malloc(2 * MiB);
+    if (hold.last == NULL || run[0] == NULL || run[1] == NULL || hold.second == NULL)
+        return NULL;
+    touch(hold.last, HOLD_LAST, 3);
+    touch(run[0], HOLD_RUN, 4);
+    touch(run[1], HOLD_RUN, 5);
+    long before = rss_now();
+    free(run[0]);
+    free(run[1]);
+    if (hold.owner_frees) {
+        free_last_inside_the_pause(before);
+        crew_park(&hold.crew); /* sleeps */
+    }
+    return NULL; /* else exits at once, leaving `last` and `second` live */
+}
+
+/* Owned segments of live heaps: every normal segment but the cached and the
+ * abandoned ones. */
+static uint64_t owned_segments(void)
+{
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    if (ebb_stats_get(&st) != 0)
+        return UINT64_MAX;
+    return st.segments - st.segments_cached - st.segments_abandoned;
+}
+
+static void child_an_abandoned_segment_emptied_while_a_pass_holds_its_slices_is_released(void)
+{
+    scavenger_start();
+    segment_inject_purge_pause(300);
+    hold.owner_frees = false;
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, hold_owner_main, NULL) == 0, "pthread_create failed");
+    pthread_join(t, NULL);
+    REQUIRE(hold.last != NULL && hold.second != NULL, "the owner's mallocs failed");
+    free(hold.second); /* its segment goes; the first stays abandoned, `last` in it */
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    REQUIRE(st.segments_abandoned == 1, "the exited thread should leave one segment abandoned; %llu",
+            (unsigned long long)st.segments_abandoned);
+    /* The runs wait ABANDONED_KEEP_FACTOR delays after the exit, then a pass
+     * purges them and pauses. */
+    free_last_inside_the_pause(rss_now());
+    double t0 = check_now();
+    do {
+        sleep_ms(POLL_MS);
+        REQUIRE(ebb_stats_get(&st) == 0, "ebb_stats_get failed");
+    } while (st.segments_abandoned != 0 && check_now() - t0 < 2.0);
+    segment_inject_purge_pause(0);
+    printf("    info: the free came %ld ms into the wait for the madvise; abandoned segments "
+           "%.2f s after it: %llu\n", hold.freed_after_ms, check_now() - t0,
+           (unsigned long long)st.segments_abandoned);
+    CHECK(hold.freed_after_ms >= 0, "the test expects the runs purged (RSS down by 1.5 MiB) within 2 s");
+    CHECK(st.segments_abandoned == 0, "the segment emptied while a pass held its slices should be "
+          "released; %llu still listed 2 s after the free", (unsigned long long)st.segments_abandoned);
+}
+
+static void an_abandoned_segment_emptied_while_a_pass_holds_its_slices_is_released(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=20", "EBB_UNMAP_DELAY=200", NULL};
+    expect_child_passes("child_an_abandoned_segment_emptied_while_a_pass_holds_its_slices_is_released",
+                        env, 60);
+}
+
+static void child_an_idle_owners_segment_emptied_while_a_pass_holds_its_slices_is_released(void)
+{
+    scavenger_start();
+    uint64_t owned0 = owned_segments();
+    segment_inject_purge_pause(300);
+    crew_init(&hold.crew, 1);
+    hold.owner_frees = true;
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, hold_owner_main, NULL) == 0, "pthread_create failed");
+    crew_wait_parked(&hold.crew);
+    REQUIRE(hold.last != NULL && hold.second != NULL, "the owner's mallocs failed");
+    double t0 = check_now();
+    uint64_t owned;
+    do {
+        sleep_ms(POLL_MS);
+        owned = owned_segments();
+    } while (owned > owned0 + 1 && check_now() - t0 < 2.0);
+    segment_inject_purge_pause(0);
+    printf("    info: the owner's free came %ld ms into the wait for the madvise; segments owned "
+           "%.2f s after it: %llu (main's: %llu)\n", hold.freed_after_ms, check_now() - t0,
+           (unsigned long long)owned, (unsigned long long)owned0);
+    CHECK(hold.freed_after_ms >= 0, "the test expects the runs purged (RSS down by 1.5 MiB) within 2 s");
+    CHECK(owned == owned0 + 1, "the sleeping owner should keep only its segment with a live block; "
+          "it holds %llu segments 2 s after emptying the other", (unsigned long long)(owned - owned0));
+    crew_open(&hold.crew);
+    pthread_join(t, NULL);
+    free(hold.second);
+}
+
+static void an_idle_owners_segment_emptied_while_a_pass_holds_its_slices_is_released(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=20", "EBB_UNMAP_DELAY=200", NULL};
+    expect_child_passes("child_an_idle_owners_segment_emptied_while_a_pass_holds_its_slices_is_released",
+                        env, 60);
+}
+
+/* ---------------------------------------------------------------------------
+ * Review finding: a thread carves more blocks in its page without the lock
+ * (page_refill_first, page_extend), and a fork() from another thread copied
+ * the page after the new blocks went on its free list but before its
+ * capacity counted them. The child reclaims that thread's page, takes the
+ * blocks from the list, and once the list ran dry carved the same blocks
+ * again: 85 blocks of 48 bytes handed out twice. The hook
+ * page_inject_extend_pause holds the thread's next carve between the two
+ * stores; main forks then, and the child allocates 400 blocks of 48 bytes
+ * and looks for any address twice.
+ * ------------------------------------------------------------------------- */
+extern void page_inject_extend_pause(long ms);
+extern bool page_extend_pausing(void);
+#define CARVE_SIZE 48
+#define CARVE_CHILD_BLOCKS 400
+
+static void *carving_thread(void *arg)
+{
+    (void)arg;
+    page_inject_extend_pause(300);
+    for (int i = 0; i < 10000 && page_extend_pausing() == false; i++) {
+        void *volatile p = malloc(CARVE_SIZE); /* kept: the page carves on */
+        (void)p;
+    }
+    return NULL;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void child_a_fork_during_a_carve_hands_out_no_block_twice(void)
+{
+    scavenger_start();
+    pthread_t t;
+    REQUIRE(start_thread(&t, 256 * KiB, carving_thread, NULL) == 0, "pthread_create failed");
+    double t0 = check_now();
+    while (!page_extend_pausing() && check_now() - t0 < 5.0)
+        usleep(100);
+    REQUIRE(page_extend_pausing(), "the thread's carve never paused");
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork failed: %s", strerror(errno));
+    if (pid == 0) {
+        static void *got[CARVE_CHILD_BLOCKS];
+        for (int i = 0; i < CARVE_CHILD_BLOCKS; i++)
+            got[i] = malloc(CARVE_SIZE);
+        qsort(got, CARVE_CHILD_BLOCKS, sizeof got[0], cmp_ptr);
+        int twice = 0;
+        for (int i = 1; i < CARVE_CHILD_BLOCKS; i++)
+            twice += got[i] != NULL && got[i] == got[i - 1];
+        if (twice)
+            printf("    child: %d of %d blocks handed out twice\n", twice, CARVE_CHILD_BLOCKS);
+        fflush(stdout);
+        _exit(twice ? 3 : got[0] == NULL ? 4 : 0);
+    }
+    bool paused_at_fork = page_extend_pausing(); /* the pause outlasted the fork */
+    int st = forked_child_status(pid);
+    pthread_join(t, NULL);
+    CHECK(paused_at_fork, "the test expects the fork inside the thread's 300 ms pause");
+    CHECK(st == 0, "the child forked during a carve should hand out every block once (status %d: "
+          "3 = some twice, 4 = malloc failed, -2 = timed out)", st);
+}
+
+static void a_fork_during_a_carve_hands_out_no_block_twice(void)
+{
+    expect_child_passes_at_delay_50("child_a_fork_during_a_carve_hands_out_no_block_twice", 60);
+}
+
 /* The window needs a thread of the program's that exists while ours is
  * starting. The program's first pthread_create starts ours at once (purge.c,
  * "solo"), so the window is set up where it still occurs: in the child of a
@@ -7489,6 +7703,9 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_a_large_remote_free_racing_the_owners_exit_is_collected),
     CHILD_CASE(child_a_remote_free_racing_an_exit_and_a_reclaim_reaches_the_new_owner),
     CHILD_CASE(child_a_huge_block_freed_during_a_pass_stays_cached),
+    CHILD_CASE(child_an_abandoned_segment_emptied_while_a_pass_holds_its_slices_is_released),
+    CHILD_CASE(child_an_idle_owners_segment_emptied_while_a_pass_holds_its_slices_is_released),
+    CHILD_CASE(child_a_fork_during_a_carve_hands_out_no_block_twice),
     CHILD_CASE(child_no_membarrier_idle_owners_let_the_scavenger_sleep),
     CHILD_CASE(child_membarrier_refused_after_start_works_as_without),
     CHILD_CASE(child_background_off_returns_memory_during_calls),
@@ -7544,6 +7761,9 @@ int main(int argc, char **argv)
     RUN_CASE(a_large_remote_free_racing_the_owners_exit_is_collected);
     RUN_CASE(a_remote_free_racing_an_exit_and_a_reclaim_reaches_the_new_owner);
     RUN_CASE(a_huge_block_freed_during_a_pass_stays_cached);
+    RUN_CASE(an_abandoned_segment_emptied_while_a_pass_holds_its_slices_is_released);
+    RUN_CASE(an_idle_owners_segment_emptied_while_a_pass_holds_its_slices_is_released);
+    RUN_CASE(a_fork_during_a_carve_hands_out_no_block_twice);
     RUN_CASE(no_membarrier_idle_owners_let_the_scavenger_sleep);
     RUN_CASE(membarrier_refused_after_start_works_as_without);
     RUN_CASE(a_scattered_trim_purges_with_few_system_calls);
