@@ -432,21 +432,16 @@ EBB_API void *ebb_realloc(void *p, size_t size)
         errno = ENOMEM;
         return NULL;
     }
+    int saved_errno = errno;
     segment_t *seg = ptr_segment(p);
     if (seg->kind == SEGMENT_HUGE && size > LARGE_MAX) {
         void *q = huge_realloc(seg, p, size);
         if (q)
             return q;
-        /* Refused by the OS. Growing needs only the difference, the copy
-         * below the old and the new size at once: the caches go back
-         * first (SPEC, failure contract) and the growth is tried again
-         * (review finding: under RLIMIT_AS the realloc failed while the
-         * huge cache held the room, and the same call then succeeded). */
-        if (size > huge_usable_size(seg) && os_size_mappable(size) && purge_release_caches()) {
-            q = huge_realloc(seg, p, size);
-            if (q)
-                return q;
-        }
+        /* Not grown where it is nor moved: the address space after it is
+         * taken and the mapping is several VMAs (large.c), or the OS
+         * refused. The copy below; the caches go back only if that fails. */
+        errno = saved_errno;
     }
     size_t usable = alloc_usable_size(p);
     if (size <= usable && size >= usable / 2) {
@@ -454,11 +449,30 @@ EBB_API void *ebb_realloc(void *p, size_t size)
             alloc_shrink_large(tls.heap, seg, p, size);
         return p; /* fits, and moving would not save half the block */
     }
-    int saved_errno = errno;
     void *q = alloc_malloc_inline(size);
     if (q == NULL) {
-        if (size > usable)
+        if (size > usable) {
+            /* Refused by the OS. Growing needs only the difference, the
+             * copy the old and the new size at once: with the caches given
+             * back (SPEC, failure contract; the failed malloc gave back
+             * the huge cache already), the growth is tried again (review
+             * finding: under RLIMIT_AS the realloc failed while the huge
+             * cache held the room, and the same call then succeeded). Not
+             * before the copy: a block that cannot grow where it is and
+             * cannot be moved is no refusal, and giving back every cache
+             * for it made a buffer doubled by realloc beside another block
+             * fault in 18 times the pages (review finding). */
+            if (seg->kind == SEGMENT_HUGE && size > LARGE_MAX && os_size_mappable(size)) {
+                (void)purge_release_caches();
+                q = huge_realloc(seg, p, size);
+                if (q) {
+                    errno = saved_errno;
+                    return q;
+                }
+                errno = ENOMEM;
+            }
             return NULL; /* errno is ENOMEM; p is untouched */
+        }
         /* Shrinking needs no memory, so it does not fail for want of it
          * (review finding B2: under RLIMIT_AS, realloc of a 64 MiB block to
          * 1 MiB returned NULL where glibc shrinks in place). The block stays
