@@ -89,6 +89,34 @@ static void huge_layout(size_t alignment, size_t *offset, size_t *map_align, siz
     }
 }
 
+/* Transparent huge pages for a mapping whose block starts a huge page or
+ * more after its header (alignments of 2 MiB and up: huge_layout). The
+ * header's range then holds the header page alone, and a huge page there is
+ * 2 MiB resident for 4 KiB (review finding: with EBB_HUGE_PAGES=1, khugepaged
+ * filled it within seconds for each aligned block). So the mark starts at the
+ * block (huge_mark), under THP "always" the header's range is unmarked before
+ * the header's first write, and the mapping is split there: a VMA bound, so
+ * that mremap never gets a range across it (it then grows by fresh pages
+ * mapped after it, marked too, or realloc copies it). */
+#define THP_SIZE ((size_t)2 * 1024 * 1024)
+
+static bool huge_header_apart(size_t offset)
+{
+    return offset >= THP_SIZE && (option_get(OPT_HUGE_PAGES) || os_info.thp_always);
+}
+
+/* EBB_HUGE_PAGES: mark [from, to) of the mapping at seg, whose block starts
+ * at `offset` (not below the block when the header lies apart). */
+static void huge_mark(segment_t *seg, size_t offset, size_t from, size_t to)
+{
+    if (!option_get(OPT_HUGE_PAGES))
+        return;
+    if (offset >= THP_SIZE && from < offset)
+        from = offset;
+    if (from < to)
+        os_huge_pages((uint8_t *)seg + from, to - from);
+}
+
 static lock_t huge_lock = LOCK_INIT; /* the cache and the live list */
 /* Under huge_lock: the live huge blocks, linked through seg->next/prev (which
  * only normal segments use otherwise), for the heap walk and the statistics. */
@@ -152,13 +180,14 @@ segment_t *huge_live_containing(const void *p)
 
 /* Purge a freed mapping's block; its header page stays. With EBB_HUGE_PAGES
  * the mark goes too while the mapping waits (huge_alloc sets it again when it
- * is taken): khugepaged could otherwise fold the resident header page and the
- * purged pages around it back into a resident huge page. */
+ * is taken), and under THP "always" the mapping is unmarked for good, as a
+ * segment is (segment_map_new): khugepaged could otherwise fold the resident
+ * header page and the purged pages around it back into a resident huge page. */
 static void huge_purge_cached(segment_t *seg)
 {
     seg->huge_zero = os_purge((uint8_t *)seg + seg->block_offset, seg->map_size - seg->block_offset);
     seg->huge_purged = true;
-    if (option_get(OPT_HUGE_PAGES))
+    if (option_get(OPT_HUGE_PAGES) || os_info.thp_always)
         os_no_huge_pages(seg, seg->map_size);
 }
 
@@ -471,6 +500,7 @@ static bool huge_grow_in_place(segment_t *seg, size_t from, size_t to)
         if (!os_extend((uint8_t *)seg + from, to - from))
             return false;
         bounds_add(&seg->huge_bounds, from, to);
+        huge_mark(seg, seg->block_offset, from, to); /* a VMA of its own */
     }
     /* Its end moved: a spare cut from it earlier that it now reaches is
      * not joined to it as it was (a VMA may begin there). */
@@ -493,8 +523,7 @@ static segment_t *huge_grow_moved(segment_t *seg, size_t from, size_t to)
     segment_t *target = os_map_aligned_room(to, huge_room(to), map_align, align_offset);
     if (target == NULL)
         return NULL;
-    if (option_get(OPT_HUGE_PAGES))
-        os_huge_pages(target, to);
+    huge_mark(target, seg->block_offset, 0, to);
     if (!os_move(seg, from, to, target)) {
         os_unmap(target, to);
         return NULL;
@@ -603,8 +632,8 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
         return NULL;
     segment_t *seg = huge_cache_take(total, offset, alignment, zero);
     if (seg) {
-        if (seg->huge_purged && option_get(OPT_HUGE_PAGES))
-            os_huge_pages(seg, seg->map_size);
+        if (seg->huge_purged)
+            huge_mark(seg, offset, 0, seg->map_size);
         seg->alignment = alignment;
         segment_map_set(seg, true);
         huge_count_live(seg, true);
@@ -618,15 +647,19 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
         seg = os_map_aligned(total, map_align, align_offset);
     if (seg == NULL)
         return NULL;
+    bool apart = huge_header_apart(offset);
+    if (apart && os_info.thp_always)
+        os_no_huge_pages(seg, offset); /* before the header's first write */
     seg->huge_bounds = (huge_bounds_t){0};
+    if (apart)
+        bounds_add(&seg->huge_bounds, offset, total);
     seg->huge_id = huge_new_id();
     seg->map_size = total;
     if (spares_enabled() && spare_fill(seg, offset, total))
         *zero = false;
     /* EBB_HUGE_PAGES: the flag is the mapping's, so it stays with it when
      * mremap grows or moves it and while it waits in the cache. */
-    if (option_get(OPT_HUGE_PAGES))
-        os_huge_pages(seg, total);
+    huge_mark(seg, offset, 0, total);
     seg->kind = SEGMENT_HUGE;
     seg->map_size = total;
     seg->block_offset = offset;
@@ -650,8 +683,8 @@ void huge_free(segment_t *seg)
      * pages where they are, instead of the tail's pages being moved into
      * some other mapping (the first write to a moved page is not free, see
      * huge_room) while this one faults fresh pages in to grow. */
-    if (spares_enabled()) {
-        seg->map_size += spare_take_adjacent(seg, SIZE_MAX, 1);
+    if (spares_enabled() && size < HUGE_CACHE_MAX_BYTES / 2) { /* not past half the bound */
+        seg->map_size += spare_take_adjacent(seg, HUGE_CACHE_MAX_BYTES / 2 - size, 1);
         size = seg->map_size;
     }
     seg->huge_freed_at_ms = os_now_ms();

@@ -2994,6 +2994,55 @@ static void huge_pages_option_backs_huge_blocks(void)
     expect_child_passes("child_huge_pages_option_backs_huge_blocks", env, 30);
 }
 
+/* Review finding: a block aligned to 2 MiB or more starts that far after its
+ * mapping's header (large.c, huge_layout), and EBB_HUGE_PAGES marked the
+ * whole mapping, so khugepaged filled the header's 2 MiB, which holds the
+ * header page alone, with a huge page: 2 MiB resident per block that the
+ * program never touched. The mark now starts at the block, and the mapping
+ * is split there (a VMA bound, large.c). Read from VmFlags, as khugepaged
+ * takes seconds to come. */
+static void child_huge_pages_leave_an_aligned_blocks_header_unmarked(void)
+{
+    static const size_t aligns[] = {2 * MiB, 8 * MiB};
+    for (size_t a = 0; a < sizeof aligns / sizeof aligns[0]; a++) {
+        size_t align = aligns[a], offset = align < 4 * MiB ? align : 4 * MiB;
+        for (int round = 0; round < 2; round++) { /* a new mapping, then the cached one */
+            unsigned char *p = NULL;
+            REQUIRE(posix_memalign((void **)&p, align, 6 * MiB) == 0, "posix_memalign(%zu MiB) failed",
+                    align / MiB);
+            touch(p, 6 * MiB, 5);
+            uintptr_t header = (uintptr_t)p - offset;
+            vma_state_t h, b;
+            REQUIRE(vma_state((void *)header, &h) && vma_state(p, &b), "no mapping holds %p", (void *)p);
+            printf("    info: aligned to %zu MiB (%s): header's mapping %#lx-%#lx hg %d, block's "
+                   "%#lx-%#lx hg %d\n", align / MiB, round ? "cached" : "new", (unsigned long)h.lo,
+                   (unsigned long)h.hi, h.hg, (unsigned long)b.lo, (unsigned long)b.hi, b.hg);
+            CHECK(!h.hg, "aligned to %zu MiB: the header's range should not be marked "
+                  "MADV_HUGEPAGE (it holds the header page alone)", align / MiB);
+            CHECK(b.hg && b.lo == (uintptr_t)p, "aligned to %zu MiB: the block should be marked from "
+                  "its start: %#lx-%#lx hg %d, block %p", align / MiB, (unsigned long)b.lo,
+                  (unsigned long)b.hi, b.hg, (void *)p);
+            if (round == 0) { /* grown: by pages mapped after it, marked too, or copied */
+                unsigned char *q = realloc(p, 14 * MiB);
+                REQUIRE(q != NULL, "realloc to 14 MiB failed");
+                CHECK(q[0] == 5 && q[6 * MiB - 1] == 5, "realloc should keep the contents");
+                touch(q, 14 * MiB, 6);
+                REQUIRE(vma_state(q + 14 * MiB - 1, &b), "no mapping holds the grown block's end");
+                CHECK(b.hg, "aligned to %zu MiB: the grown block's last pages should be marked",
+                      align / MiB);
+                p = q;
+            }
+            free(p);
+        }
+    }
+}
+
+static void huge_pages_leave_an_aligned_blocks_header_unmarked(void)
+{
+    static const char *const env[] = {"EBB_HUGE_PAGES=1", "EBB_PURGE_DELAY=-1", NULL};
+    expect_child_passes("child_huge_pages_leave_an_aligned_blocks_header_unmarked", env, 30);
+}
+
 /* With EBB_HUGE_PAGES=1 a purged mapping waiting in the huge cache loses its
  * mark (khugepaged must not fold its resident header page back into a huge
  * page), and gets it back when a request takes it. EBB_PURGE_DELAY=0: the
@@ -7689,6 +7738,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_huge_spares_stay_within_the_cache_bound),
     CHILD_CASE(child_huge_blocks_survive_an_old_kernels_mremap),
     CHILD_CASE(child_huge_pages_option_backs_huge_blocks),
+    CHILD_CASE(child_huge_pages_leave_an_aligned_blocks_header_unmarked),
     CHILD_CASE(child_huge_pages_mark_leaves_a_purged_cached_mapping),
     CHILD_CASE(child_huge_blocks_get_no_huge_pages_by_default),
     CHILD_CASE(child_one_block_at_a_time_over_many_classes_reuses_one_page),
@@ -7858,6 +7908,7 @@ int main(int argc, char **argv)
     RUN_CASE(huge_spares_stay_within_the_cache_bound);
     RUN_CASE(huge_blocks_survive_an_old_kernels_mremap);
     RUN_CASE(huge_pages_option_backs_huge_blocks);
+    RUN_CASE(huge_pages_leave_an_aligned_blocks_header_unmarked);
     RUN_CASE(huge_pages_mark_leaves_a_purged_cached_mapping);
     RUN_CASE(huge_blocks_get_no_huge_pages_by_default);
     RUN_CASE(one_block_at_a_time_over_many_classes_reuses_one_page);
