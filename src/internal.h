@@ -688,15 +688,20 @@ typedef struct segment_s {
      * the current hold took (dirty when it started), 0 when none is left;
      * purge_held_ms: when it started (segment_purge). trim_held_ms: when a
      * pass first held its marked pages back, 0 while none waits
-     * (segment_abandoned_collect). A hold lasts at most its limit from its
-     * start, however many owners exit meanwhile: threads that reclaim the
-     * segment one after another and exit, each setting exited_ms anew, kept
-     * its free slices resident for as long as they came (review of bd56fce:
-     * a thread every 200 ms, 3 MiB held for all 8 s). */
+     * (segment_abandoned_collect); also reset by an owner that kept the
+     * segment at least that trim's wait, as it exits (segment_abandon_all:
+     * the segment is off the list then, so no pass holds it). A hold lasts
+     * at most its limit from its start, however many owners exit meanwhile
+     * without having kept it that long: threads that reclaim the segment
+     * one after another and exit, each setting exited_ms anew, kept its free
+     * slices resident for as long as they came (review of bd56fce: a thread
+     * every 200 ms, 3 MiB held for all 8 s). */
     uint64_t purge_held_mask, purge_held_ms, trim_held_ms;
     /* Huge mappings in the huge cache (large.c, under its lock). */
     bool huge_purged; /* purged since it was freed */
     bool huge_zero;   /* and reads as zero (MADV_DONTNEED) */
+    /* Owner-only: when the owner took the segment (heap_segment_push, ms). */
+    uint64_t owned_ms;
     /* Owner-only: the owning heap and the links in its segment list; under
      * abandoned_lock while abandoned, under cache_lock while on the segment
      * cache's overflow list (segment.c). */
@@ -1571,6 +1576,9 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force);
  * before its marked pages are trimmed (SPARSE_IDLE_FACTOR); an abandoned
  * segment waits as long from its owner's exit. */
 uint64_t heap_sparse_idle_ms(uint64_t idle_ms);
+/* How long an abandoned segment's marked pages wait from its owner's exit
+ * before a pass trims them (purge.c; segment_abandoned_collect). */
+uint64_t purge_abandoned_trim_wait_ms(void);
 /* Purge pass: the heap of `thread_id` has a segment left entirely free by a
  * pass (segment_purge): mark it for the scavenger's visit. */
 void heap_tell_owner(uintptr_t thread_id);

@@ -469,6 +469,18 @@ static uint64_t abandoned_keep_ms(long delay)
     return delay > 0 ? delay_scaled_ms((uint64_t)delay, ABANDONED_KEEP_FACTOR) : 0;
 }
 
+/* How long a heap must have taken no slow path to count as idle for the
+ * scavenger's visit (heap.c, heap_scavenge). */
+static uint64_t heap_idle_ms(long delay)
+{
+    return delay > HEAP_IDLE_MIN_MS ? (uint64_t)delay : HEAP_IDLE_MIN_MS;
+}
+
+uint64_t purge_abandoned_trim_wait_ms(void)
+{
+    return heap_sparse_idle_ms(heap_idle_ms(purge_delay_ms()));
+}
+
 /* One pass; the caller holds pass_lock. True if work remains for later. */
 static bool purge_pass_locked(bool force)
 {
@@ -483,7 +495,7 @@ static bool purge_pass_locked(bool force)
         pending |= debug_reuse_decay(now, force);
     }
     /* Idle heaps next: the pages they give up join the segments below. */
-    uint64_t idle_ms = delay > HEAP_IDLE_MIN_MS ? (uint64_t)delay : HEAP_IDLE_MIN_MS;
+    uint64_t idle_ms = heap_idle_ms(delay);
     heap_scavenge(now, idle_ms, force);
     segment_abandoned_collect(now, heap_sparse_idle_ms(idle_ms), force);
     if (delay >= 0 || force)

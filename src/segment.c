@@ -541,6 +541,7 @@ static segment_t *segment_cache_pop_resident(size_t count, size_t align)
 static void heap_segment_push(heap_t *heap, segment_t *seg)
 {
     atomic_store_explicit(&seg->exited_ms, 0, memory_order_relaxed);
+    seg->owned_ms = os_now_ms();
     seg->heap = heap;
     seg->handoff_watch = false;
     seg->prev = NULL;
@@ -856,6 +857,7 @@ void segment_abandon_all(heap_t *heap)
 {
     bool abandoned_any = false;
     uint64_t now_ms = os_now_ms();
+    uint64_t trim_wait_ms = purge_abandoned_trim_wait_ms();
     segment_t *seg = heap->segments;
     while (seg) {
         segment_t *next = seg->next;
@@ -885,6 +887,14 @@ void segment_abandon_all(heap_t *heap)
             }
             seg->heap = NULL;
             atomic_store_explicit(&seg->exited_ms, now_ms, memory_order_relaxed);
+            /* A hold of its marked pages from before this thread took the
+             * segment ends here if the thread kept it that hold's wait: its
+             * own successors get theirs from this exit (trim_held_ms,
+             * internal.h). A thread that kept it less does not extend the
+             * hold. (Review finding: a hold started for the previous owner
+             * trimmed them at the first pass after this exit.) */
+            if (ms_since(now_ms, seg->owned_ms) >= trim_wait_ms)
+                seg->trim_held_ms = 0;
             lock_acquire(&abandoned_lock);
             atomic_store_explicit(&seg->thread_id, 0, memory_order_release);
             abandoned_push_locked(seg);

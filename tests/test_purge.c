@@ -3416,6 +3416,96 @@ static void an_exited_threads_sparse_pages_wait_for_a_reclaimer(void)
     expect_child_passes("child_an_exited_threads_sparse_pages_wait_for_a_reclaimer", env, 30);
 }
 
+/* Review finding: the hold of an exited thread's marked pages (trim_held_ms)
+ * is bounded from the pass that started it, so that threads reclaiming the
+ * segment and exiting one after another cannot extend it; but a thread that
+ * reclaimed the segment within the hold and kept it for longer than the
+ * trim's wait inherited the old hold at its exit, and the first pass after
+ * that exit trimmed the pages it had just freed, which its successor was
+ * about to use. Here one segment's worth: a thread writes 3,000 blocks of
+ * 1,000 bytes, frees all but every 50th and exits; 0.3 s later (passes hold
+ * its marked pages) a second one takes the segment with as many blocks,
+ * stays busy (a slow path every 5 ms) for 1.3 s, more than the trim's 1 s
+ * wait, frees all but every 50th and exits; a third, started 0.4 s later,
+ * writes as many blocks, counting its page faults. */
+#define HOLD_BLOCKS 3000
+
+typedef struct hold_blocks_s {
+    unsigned char *b[HOLD_BLOCKS];
+    bool busy; /* slow paths for 1.3 s before the frees */
+} hold_blocks_t;
+
+static void *hold_leaver_main(void *arg)
+{
+    hold_blocks_t *h = arg;
+    for (size_t i = 0; i < HOLD_BLOCKS; i++) {
+        h->b[i] = malloc(SPARSE_REUSE_SIZE);
+        if (h->b[i] == NULL)
+            return NULL;
+        touch(h->b[i], SPARSE_REUSE_SIZE, 1);
+    }
+    double t0 = check_now();
+    while (h->busy && check_now() - t0 < 1.3) {
+        void *volatile p = malloc(100 * KiB); /* its page empties at the free: a slow path */
+        free(p);
+        usleep(5000);
+    }
+    for (size_t i = 0; i < HOLD_BLOCKS; i++) {
+        if (i % SPARSE_REUSE_KEEP != 0) {
+            free(h->b[i]);
+            h->b[i] = NULL;
+        }
+    }
+    return h;
+}
+
+static void child_a_busy_reclaimers_exit_starts_a_new_hold(void)
+{
+    static hold_blocks_t first, second;
+    static unsigned char *taken[HOLD_BLOCKS];
+    pthread_t t;
+    REQUIRE(start_thread(&t, 0, hold_leaver_main, &first) == 0, "pthread_create failed");
+    void *ok = NULL;
+    pthread_join(t, &ok);
+    REQUIRE(ok != NULL, "the first thread's allocations failed");
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    ebb_stats_get(&st);
+    REQUIRE(st.segments_abandoned == 1, "the first thread should leave one segment abandoned; %llu",
+            (unsigned long long)st.segments_abandoned);
+    sleep_ms(300); /* passes have held the marked pages */
+    second.busy = true;
+    REQUIRE(start_thread(&t, 0, hold_leaver_main, &second) == 0, "pthread_create failed");
+    ok = NULL;
+    pthread_join(t, &ok);
+    REQUIRE(ok != NULL, "the second thread's allocations failed");
+    sleep_ms(400);
+    reuser_t r = {.blocks = taken,
+                  .count = HOLD_BLOCKS - HOLD_BLOCKS / SPARSE_REUSE_KEEP,
+                  .size = SPARSE_REUSE_SIZE};
+    REQUIRE(start_thread(&t, 0, reuser_main, &r) == 0, "pthread_create failed");
+    ok = NULL;
+    pthread_join(t, &ok);
+    REQUIRE(ok != NULL, "the third thread's allocations failed");
+    long pages = (long)(r.count * SPARSE_REUSE_SIZE / 4096);
+    printf("    info: the third thread wrote %zu blocks (%ld pages' worth) with %ld page faults\n",
+           r.count, pages, r.faults);
+    CHECK(r.faults < pages / 4,
+          "a thread started 0.4 s after a thread that kept the segment 1.3 s exited should find "
+          "the blocks it freed still resident: expected fewer than %ld page faults for %ld pages "
+          "written, got %ld", pages / 4, pages, r.faults);
+    for (size_t i = 0; i < HOLD_BLOCKS; i++) {
+        free(first.b[i]);
+        free(second.b[i]);
+        free(taken[i]);
+    }
+}
+
+static void a_busy_reclaimers_exit_starts_a_new_hold(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=100", NULL};
+    expect_child_passes("child_a_busy_reclaimers_exit_starts_a_new_hold", env, 30);
+}
+
 /* A thread exits with a small block live (its segment abandoned) and a
  * 1 MiB run it freed still resident. The free slices of an
  * exited thread's segment are purged only once it has been gone
@@ -7745,6 +7835,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_a_request_takes_a_kept_block_up_to_8_times_its_class),
     CHILD_CASE(child_a_large_request_takes_the_resident_run_an_exited_thread_left),
     CHILD_CASE(child_an_exited_threads_sparse_pages_wait_for_a_reclaimer),
+    CHILD_CASE(child_a_busy_reclaimers_exit_starts_a_new_hold),
     CHILD_CASE(child_an_exited_threads_free_run_waits_for_a_reclaimer),
     CHILD_CASE(child_an_exited_threads_free_run_goes_back_unclaimed),
     CHILD_CASE(child_threads_coming_after_an_exit_do_not_extend_its_keep),
@@ -7915,6 +8006,7 @@ int main(int argc, char **argv)
     RUN_CASE(a_request_takes_a_kept_block_up_to_8_times_its_class);
     RUN_CASE(a_large_request_takes_the_resident_run_an_exited_thread_left);
     RUN_CASE(an_exited_threads_sparse_pages_wait_for_a_reclaimer);
+    RUN_CASE(a_busy_reclaimers_exit_starts_a_new_hold);
     RUN_CASE(an_exited_threads_free_run_waits_for_a_reclaimer);
     RUN_CASE(an_exited_threads_free_run_goes_back_unclaimed);
     RUN_CASE(threads_coming_after_an_exit_do_not_extend_its_holds);
