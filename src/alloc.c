@@ -119,7 +119,8 @@ static bool alloc_size_impossible(size_t size, size_t alignment)
 }
 
 /* Any size, any power-of-two alignment (<= MIN_ALIGN means none). Sets errno.
- * In debug mode every allocation comes here (debug.c says why). */
+ * In debug mode every allocation comes here (debug.c says why) but malloc's,
+ * which goes from alloc_malloc_slow straight to debug_alloc. */
 static void *alloc_generic(size_t size, size_t alignment, bool zero)
 {
     /* Checked here too so an impossible request fails before any OS call
@@ -150,7 +151,8 @@ static void *alloc_generic(size_t size, size_t alignment, bool zero)
  * (review finding: under RLIMIT_AS, malloc(200 MiB) failed after another
  * thread's 280 MiB of blocks had all been freed, and succeeded after
  * malloc_trim(0)). So once per failed request everything is collected, as
- * ebb_collect(true) does, and the request is tried again. Not while this
+ * ebb_collect(true) does but for debug mode's quarantine and reuse cache
+ * (heap_collect_before_failing), and the request is tried again. Not while this
  * thread holds a lock of ebb's (the collection takes the heaps' locks; a
  * caller inside a locked section gets its NULL), nor for a request no
  * mapping could serve. */
@@ -159,7 +161,7 @@ static bool alloc_collect_before_failing(size_t size)
     if (lock_any_held() || !os_size_mappable(size))
         return false;
     int saved_errno = errno;
-    ebb_collect(true);
+    heap_collect_before_failing();
     errno = saved_errno;
     return true;
 }

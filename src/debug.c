@@ -6,7 +6,8 @@
  * How it is reached without costing release mode anything on malloc: in
  * debug mode a thread never gets a heap in tls.heap, so every malloc misses
  * the fast path (tls.heap stays heap_empty, whose direct slots are empty) and
- * reaches alloc_generic, which hands over to debug_alloc. Blocks come from a
+ * reaches alloc_malloc_slow, which hands over to debug_alloc (the other
+ * allocating calls through alloc_generic, which does too). Blocks come from a
  * per-thread debug heap whose segments carry the owner's id with
  * THREAD_ID_DEBUG set, an id no thread has: free's fast path never claims one
  * of them. free itself checks debug_enabled first (one load and a branch, the
@@ -18,8 +19,9 @@
  * The header sits at the start of the underlying block, so any pointer into
  * the block finds it: the page gives the block, the block its header. Its
  * `magic` says live or freed and is mixed with the header's own address; its
- * `check` covers the fields set at allocation, so a stray write before the
- * user bytes is reported as corruption instead of being trusted.
+ * `check` covers every other field but the quarantine link (header_check),
+ * so a stray write before the user bytes is reported as corruption instead
+ * of being trusted.
  *
  * Large blocks: fills and checks cover the whole block up to 1 MiB, and the
  * first and last 64 KiB beyond (a huge block is not made resident by its
@@ -608,8 +610,10 @@ static void report_overflow(debug_header_t *h, const uint8_t *bad, const char *w
  * filled (a data race ThreadSanitizer found), and it judged only its own
  * double reading of a block. A free block's first word, which verify loads
  * as the magic, is the allocator's link: a remote free stores it atomically
- * (page.c, page_free_remote). A fork cannot split a claim: verify holds the
- * purge exclusion throughout, which a fork takes first.
+ * (page.c, page_free_remote). A fork cannot split verify's claims: verify
+ * holds the purge exclusion throughout, which a fork takes first; nor a
+ * realloc's in place (resize_claim_enter). It can split a free's: the
+ * child then keeps that block BUSY, on no list (a leak, not a hang).
  * ------------------------------------------------------------------------- */
 void debug_claim_backoff(unsigned spins)
 {
@@ -758,6 +762,42 @@ static shard_age_t shard_age[QUARANTINE_SHARDS] ebb_cold_bss;
 
 static quarantine_shard_t shards[QUARANTINE_SHARDS] ebb_cold_bss;
 static atomic_size_t q_bytes;      /* in all shards */
+
+/* Tests (test_purge_hooks): pause the next realloc in place while it holds
+ * its claim, or the next eviction from the quarantine while its blocks are
+ * on no list; the flag is 1 meanwhile. One shot each. */
+static atomic_long resize_pause_ms, evict_pause_ms;
+static atomic_int resize_pausing, evict_pausing;
+
+void debug_inject_resize_pause(long ms)
+{
+    atomic_store(&resize_pause_ms, ms);
+}
+
+void debug_inject_evict_pause(long ms)
+{
+    atomic_store(&evict_pause_ms, ms);
+}
+
+bool debug_resize_pausing(void)
+{
+    return atomic_load(&resize_pausing) != 0;
+}
+
+bool debug_evict_pausing(void)
+{
+    return atomic_load(&evict_pausing) != 0;
+}
+
+static ebb_noinline void injected_pause(atomic_long *ms, atomic_int *flag)
+{
+    long n = atomic_exchange(ms, 0);
+    if (n <= 0)
+        return;
+    atomic_store(flag, 1);
+    os_sleep_ms(n);
+    atomic_store(flag, 0);
+}
 static atomic_uint q_next_shard;   /* round-robin assignment */
 static __thread unsigned tls_shard; /* this thread's shard + 1; 0: none yet */
 
@@ -1278,6 +1318,13 @@ static size_t shard_take_locked(quarantine_shard_t *q, size_t need, debug_header
         **out_tail = old;
         *out_tail = &old->qnext;
     }
+    /* Under the shard's lock, as the push's addition: with every shard
+     * locked (debug_fork_lock) the count is what the shards hold. Taken off
+     * after the unlock, a fork in between left the child counting blocks it
+     * has on no list, the quarantine never empty and the scavenger passing
+     * 20 times a second for good (review finding). */
+    if (got)
+        atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
     return got;
 }
 
@@ -1404,7 +1451,8 @@ static void quarantine_push(debug_header_t *h, size_t bytes)
     lock_release(&q->lock);
     for (unsigned k = 1; k < QUARANTINE_SHARDS && got < need; k++)
         got += shard_evict(&shards[(own + k) % QUARANTINE_SHARDS], need - got, &out_tail);
-    atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
+    if (ebb_unlikely(atomic_load_explicit(&evict_pause_ms, memory_order_relaxed) > 0) && out)
+        injected_pause(&evict_pause_ms, &evict_pausing);
     leave_quarantine_all(out);
     quarantine_report_cut();
     prefetch_block(next);
@@ -1418,8 +1466,7 @@ void debug_quarantine_flush(void)
         return; /* a leak report is running: see quarantine_held */
     for (unsigned k = 0; k < QUARANTINE_SHARDS; k++) {
         debug_header_t *out = NULL, **out_tail = &out;
-        size_t got = shard_evict(&shards[k], SIZE_MAX, &out_tail);
-        atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
+        (void)shard_evict(&shards[k], SIZE_MAX, &out_tail);
         leave_quarantine_all(out);
         quarantine_report_cut();
     }
@@ -1488,7 +1535,6 @@ bool debug_quarantine_decay(uint64_t now_ms, bool force)
             got += shard_take_locked(q, 1, &out_tail, NULL);
         lock_release(&q->lock);
         if (got) {
-            atomic_fetch_sub_explicit(&q_bytes, got, memory_order_relaxed);
             *out_tail = decay_out;
             decay_out = out;
         }
@@ -1713,8 +1759,6 @@ static uint8_t *huge_aligned_block_of(const void *p)
     return NULL;
 }
 
-/* The header of the underlying block containing p (NULL if p is in no live
- * block of ours), and what p is. */
 /* The underlying block whose span p lies in (p in a segment of the segment
  * map), or NULL where no block is (a free page, a small page's tail). */
 static uint8_t *block_containing(const void *p)
@@ -1737,6 +1781,8 @@ static uint8_t *block_containing(const void *p)
     return start + idx * page->block_size;
 }
 
+/* The header of the underlying block containing p (NULL if p is in no live
+ * block of ours), and what p is. */
 static debug_header_t *header_for(const void *p, ptr_kind_t *kind)
 {
     *kind = PTR_FOREIGN;
@@ -1941,6 +1987,66 @@ static bool realloc_fits(debug_header_t *h, size_t size, size_t usable)
     return size <= usable - debug_offset(h) - TAIL_MIN && need >= usable / 2;
 }
 
+/* Claims a fork must not split: a realloc in place holds its block RESIZING
+ * while it changes, and a child forked meanwhile has no thread to end the
+ * claim: its free of the block, its heap walk and its leak report waited
+ * for it for ever (review finding: free() and exit() hung in such a
+ * child). The steps:
+ *   1. a realloc in place adds 1 to resize_claims, then reads
+ *      resize_forks_waiting; if a fork waits, it takes its 1 back, waits for
+ *      the fork to end and starts again; it takes 1 off once the block is
+ *      LIVE again;
+ *   2. debug_fork_prepare_first, before the fork takes any lock of ebb's
+ *      (a resize may take heap and huge locks to give memory back), adds 1
+ *      to resize_forks_waiting and waits for resize_claims to drain (less
+ *      the forking thread's own, if a handler forks inside one);
+ *   3. debug_fork_done takes it back, in the parent; the child starts with
+ *      no fork waiting and its own thread's claims only.
+ * seq_cst on both sides of 1 and 2. */
+static atomic_int resize_claims, resize_forks_waiting;
+
+static __thread int resize_claims_here; /* this thread's, for a handler that forks inside one */
+
+static void resize_claim_enter(void)
+{
+    for (;;) {
+        atomic_fetch_add(&resize_claims, 1);
+        if (atomic_load(&resize_forks_waiting) == 0)
+            break;
+        atomic_fetch_sub(&resize_claims, 1);
+        while (atomic_load(&resize_forks_waiting) != 0)
+            os_yield();
+    }
+    resize_claims_here++;
+}
+
+static void resize_claim_leave(void)
+{
+    resize_claims_here--;
+    atomic_fetch_sub(&resize_claims, 1);
+}
+
+void debug_fork_prepare_first(void)
+{
+    if (!debug_enabled)
+        return;
+    atomic_fetch_add(&resize_forks_waiting, 1);
+    while (atomic_load(&resize_claims) > resize_claims_here)
+        os_yield();
+}
+
+void debug_fork_done(bool child)
+{
+    if (!debug_enabled)
+        return;
+    if (child) {
+        atomic_store(&resize_forks_waiting, 0);
+        atomic_store(&resize_claims, resize_claims_here);
+    } else {
+        atomic_fetch_sub(&resize_forks_waiting, 1);
+    }
+}
+
 /* The block is live and its canary checked. Claimed while it changes, as
  * a free claims it (a racing free or verify waits or reports). give_back:
  * there was no memory to move it to (realloc_impl), so the underlying block
@@ -1956,9 +2062,11 @@ static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable, boo
     /* Readers wait out the claim as they would a lock: a handler that
      * interrupts it must not walk the heap or report leaks at exit, which
      * would wait for this block for ever (purge_exclusive_begin refuses). */
+    resize_claim_enter();
     lock_count_up();
     if (!block_claim(h, DEBUG_MAGIC_LIVE, DEBUG_MAGIC_RESIZING)) {
         lock_count_down();
+        resize_claim_leave();
         report_unheld(fault_freed[CALL_REALLOC], p, h,
                       "another thread freed the block at the same moment");
         errno = EINVAL;
@@ -1976,6 +2084,8 @@ static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable, boo
      * child's leak report counts it as its own, as it would a moved block). */
     h->flags = (uint8_t)((unsigned)debug_fork_depth << DEBUG_FORK_DEPTH_SHIFT);
     h->check = header_check(h);
+    if (ebb_unlikely(atomic_load_explicit(&resize_pause_ms, memory_order_relaxed) > 0))
+        injected_pause(&resize_pause_ms, &resize_pausing);
     if (give_back) {
         alloc_shrink_in_place(tls_debug_heap, h, debug_offset(h) + size + TAIL_MIN);
         usable = block_bytes(h);
@@ -2001,6 +2111,7 @@ static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable, boo
     }
     atomic_store_explicit(&h->magic, DEBUG_MAGIC_LIVE ^ (uintptr_t)h, memory_order_release);
     lock_count_down();
+    resize_claim_leave();
     return p;
 }
 

@@ -412,10 +412,10 @@ static heap_t *heap_of_caller(void)
     return tls.heap != &heap_empty ? tls.heap : tls_debug_heap;
 }
 
-void ebb_collect(bool force)
+static void collect_all(bool force, bool debug_too)
 {
     process_init(); /* the options a pass reads */
-    if (force && debug_enabled)
+    if (force && debug_too && debug_enabled)
         debug_quarantine_flush();
     heap_t *heap = heap_of_caller();
     if (heap != NULL) {
@@ -430,7 +430,21 @@ void ebb_collect(bool force)
     /* The passes' visits do not quiesce this heap (heap_scavenge,
      * heap_visit_own): it was done above, by its owner. */
     if (force)
-        purge_run(true);
+        purge_run(true, debug_too);
+}
+
+void ebb_collect(bool force)
+{
+    collect_all(force, true);
+}
+
+/* Review finding: a realloc's try with headroom in debug mode (debug.c,
+ * alloc_impl_copy), refused under RLIMIT_AS, emptied the quarantine through
+ * here, which that path's own flush leaves alone: a use after free of a
+ * block in the quarantine then went unreported. */
+void heap_collect_before_failing(void)
+{
+    collect_all(true, false);
 }
 
 /*
@@ -784,20 +798,28 @@ void heap_counts(size_t *alive, size_t *pooled)
     *pooled = p;
 }
 
-/* A purge pass gave back the free slices it had held (segment_purge) and so
- * left a segment owned by `thread_id` entirely free: mark that heap's
- * remote frees pending, so that the scavenger's next visit releases the
- * segment if the owner stays idle. No heap in use with that id: its thread
- * exited meanwhile, and its segments went to the abandoned list (the caller
- * touches it). A heap the id names wrongly (a new thread reusing the id)
- * gets a visit for nothing. */
-void heap_tell_owner(uintptr_t thread_id)
+/* Purge passes gave back free slices they had held (segment_purge) and so
+ * left segments owned by the threads `ids` entirely free: mark those heaps'
+ * remote frees pending (every heap's with `all`), so that the scavenger's
+ * next visit releases the segments if their owners stay idle. An id no heap
+ * in use carries: its thread exited meanwhile, and its segments went to the
+ * abandoned list (which the pass touched). A heap an id names wrongly (a new
+ * thread reusing it) gets a visit for nothing. The caller pins no segment
+ * (purge_segments). */
+void heap_tell_owners(const uintptr_t *ids, size_t n, bool all)
 {
     lock_acquire(&heap_pool_lock);
-    for (heap_t *h = heap_buckets ? *heap_id_bucket(thread_id) : NULL; h; h = h->id_next) {
-        if (h->in_use && h->thread_id == thread_id) {
-            atomic_store(&h->remote_pending, 1);
-            break;
+    if (all) {
+        for (heap_t *h = heap_all; h; h = h->all_next)
+            if (h->in_use)
+                atomic_store(&h->remote_pending, 1);
+    }
+    for (size_t i = 0; i < n && !all; i++) {
+        for (heap_t *h = heap_buckets ? *heap_id_bucket(ids[i]) : NULL; h; h = h->id_next) {
+            if (h->in_use && h->thread_id == ids[i]) {
+                atomic_store(&h->remote_pending, 1);
+                break;
+            }
         }
     }
     lock_release(&heap_pool_lock);
@@ -831,6 +853,7 @@ static void fork_prepare(void)
      * not call dlvsym, whose loader lock another thread may have held at
      * the fork (the child's scavenger needs the count, purge.c). */
     (void)os_libc_thread_count();
+    debug_fork_prepare_first(); /* before any lock: a resize may need them */
     trace_fork_prepare();
     purge_fork_prepare_first();
     lock_acquire(&heap_pool_lock);
@@ -852,6 +875,7 @@ static void fork_parent(void)
     for (heap_t *h = heap_all; h; h = h->all_next)
         lock_release(&h->lock);
     lock_release(&heap_pool_lock);
+    debug_fork_done(false);
 }
 
 static void fork_child(void)
@@ -875,5 +899,6 @@ static void fork_child(void)
         }
     }
     lock_release(&heap_pool_lock);
+    debug_fork_done(true);
     purge_fork_child_restart();
 }

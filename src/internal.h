@@ -1347,8 +1347,9 @@ bool purge_slices_at_free(const segment_t *seg, uint64_t mask);
 /* Whether an emptied page may be kept for reuse: not while no scavenger
  * exists to take it back later (purge.c; the thread is then asked for). */
 bool purge_keeps_empty_pages(void);
-/* Run a pass now; with `force`, return everything regardless of age. */
-void purge_run(bool force);
+/* Run a pass now; with `force`, return everything regardless of age, and
+ * with `force_debug` debug mode's quarantine and reuse cache too. */
+void purge_run(bool force, bool force_debug);
 /* The OS refused memory: unmap every cache of free address space (the
  * segment cache and the last region's rest, the huge cache and its spares)
  * so the caller can retry once. True if anything was unmapped. Takes
@@ -1441,8 +1442,10 @@ uintptr_t segment_map_next(uintptr_t from, uintptr_t to);
 void segment_map_set(const void *seg, bool present);
 /* One purge step over a segment's dirty free slices: those dirty for a whole
  * pass period, unless the segment's owner exited less than `keep_ms` before
- * `now_ms` (all of them with `force`). True if dirty slices remain. */
-bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force);
+ * `now_ms` (all of them with `force`). True if dirty slices remain. *tell:
+ * the owner to tell once the segment is unpinned, if the step left it
+ * entirely free (unchanged otherwise). */
+bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force, uintptr_t *tell);
 /* Unmap cached segments past the unmap delay (all with `force`), keeping
  * SEGMENT_STANDBY. True if some remain that a later pass must unmap. */
 bool segment_cache_decay(uint64_t now_ms, bool force);
@@ -1579,9 +1582,14 @@ uint64_t heap_sparse_idle_ms(uint64_t idle_ms);
 /* How long an abandoned segment's marked pages wait from its owner's exit
  * before a pass trims them (purge.c; segment_abandoned_collect). */
 uint64_t purge_abandoned_trim_wait_ms(void);
-/* Purge pass: the heap of `thread_id` has a segment left entirely free by a
- * pass (segment_purge): mark it for the scavenger's visit. */
-void heap_tell_owner(uintptr_t thread_id);
+/* A request about to fail: everything ebb_collect(true) gives back, but
+ * debug mode's quarantine and reuse cache, which debug.c lets go itself with
+ * its own exemptions (alloc_impl_copy). */
+void heap_collect_before_failing(void);
+/* Purge pass, no segment pinned: the heaps of `ids` (all with `all`) have a
+ * segment left entirely free by the pass (segment_purge): mark them for the
+ * scavenger's visit. */
+void heap_tell_owners(const uintptr_t *ids, size_t n, bool all);
 /* Owner, lock held: collect if the scavenger asked (heap.c, heap_scavenge). */
 void heap_collect_asked(heap_t *heap);
 static inline void heap_collect_if_asked(heap_t *heap)
@@ -1796,6 +1804,18 @@ size_t trace_table_bytes(void);
 /* Add the calling thread's held-back counts to the shared ones (thread exit). */
 void trace_counts_flush(void);
 /* Fork (heap.c's order: after every other lock). */
+/* Before fork_prepare takes any lock: wait for reallocs in place under way
+ * (debug.c, "Claims a fork must not split"); debug_fork_done after the fork,
+ * in both processes. */
+void debug_fork_prepare_first(void);
+void debug_fork_done(bool child);
+/* Tests: the next realloc in place pauses `ms` while it holds its block
+ * claimed; the next eviction from the quarantine, while its blocks are on
+ * no list (debug.c). The _pausing calls say whether one is paused now. */
+void debug_inject_resize_pause(long ms);
+void debug_inject_evict_pause(long ms);
+bool debug_resize_pausing(void);
+bool debug_evict_pausing(void);
 void debug_fork_lock(void);
 void debug_fork_unlock(void);
 /* In the child, after debug_fork_unlock: one fork deeper (debug.h). */

@@ -199,10 +199,10 @@ bool page_extend_pausing(void)
     return atomic_load(&extend_pausing) != 0;
 }
 
-static ebb_noinline void page_extend_pause(const page_t *page)
+static ebb_noinline void page_extend_pause(const page_t *page, size_t carved_before)
 {
     heap_t *heap = atomic_load_explicit(&page->heap, memory_order_relaxed);
-    if (page->capacity == 0 || atomic_load(&extend_pause_owner) != thread_id_self() ||
+    if (carved_before == 0 || atomic_load(&extend_pause_owner) != thread_id_self() ||
         heap == NULL || atomic_load(&heap->lock.held) != 0)
         return;
     long ms = atomic_exchange(&extend_pause_ms, 0);
@@ -243,10 +243,11 @@ static void page_extend(page_t *page)
     for (size_t i = 1; i < n; i++, b += bs)
         ((block_t *)b)->next = (block_t *)(b + bs);
     ((block_t *)b)->next = page->free;
+    size_t carved_before = page->capacity;
     page->capacity += (uint16_t)n;
     atomic_thread_fence(memory_order_release);
     if (ebb_unlikely(atomic_load_explicit(&extend_pause_ms, memory_order_relaxed) > 0))
-        page_extend_pause(page);
+        page_extend_pause(page, carved_before);
     page->free = (block_t *)first;
 }
 

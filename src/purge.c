@@ -391,8 +391,20 @@ static bool purge_segments(uint64_t now_ms, uint64_t keep_ms, bool force)
     if (seg)
         seg->purge_busy = 1;
     lock_release(&purge_lock);
+    /* Owners whose segments a purge left entirely free (segment_purge), told
+     * once no segment is pinned: heap_tell_owners takes heap_pool_lock, whose
+     * holders may wait for a pinned segment's purge_busy (review finding: a
+     * deadlock). More than fit here: every heap is told. */
+    uintptr_t tell[16];
+    size_t ntell = 0;
+    bool tell_all = false;
     while (seg) {
-        segment_purge(seg, now_ms, keep_ms, force); /* steps a and b */
+        uintptr_t owner = 0;
+        segment_purge(seg, now_ms, keep_ms, force, &owner); /* steps a and b */
+        if (owner != 0 && ntell < sizeof tell / sizeof tell[0])
+            tell[ntell++] = owner;
+        else if (owner != 0)
+            tell_all = true;
         lock_acquire(&purge_lock);
         segment_t *next = seg->purge_next;
         /* Step c. */
@@ -410,6 +422,8 @@ static bool purge_segments(uint64_t now_ms, uint64_t keep_ms, bool force)
         lock_release(&purge_lock);
         seg = next;
     }
+    if (ntell != 0 || tell_all)
+        heap_tell_owners(tell, ntell, tell_all);
     return pending;
 }
 
@@ -481,8 +495,10 @@ uint64_t purge_abandoned_trim_wait_ms(void)
     return heap_sparse_idle_ms(heap_idle_ms(purge_delay_ms()));
 }
 
-/* One pass; the caller holds pass_lock. True if work remains for later. */
-static bool purge_pass_locked(bool force)
+/* One pass; the caller holds pass_lock. True if work remains for later.
+ * `force`: everything that can go back goes now; debug mode's quarantine and
+ * reuse cache too if `force_debug`. */
+static bool purge_pass_locked(bool force, bool force_debug)
 {
     atomic_fetch_add_explicit(&pass_count, 1, memory_order_relaxed);
     uint64_t now = os_now_ms();
@@ -491,8 +507,8 @@ static bool purge_pass_locked(bool force)
     /* Debug mode's quarantine and reuse cache first: their blocks go back
      * to their pages. */
     if (debug_enabled) {
-        pending |= debug_quarantine_decay(now, force);
-        pending |= debug_reuse_decay(now, force);
+        pending |= debug_quarantine_decay(now, force_debug);
+        pending |= debug_reuse_decay(now, force_debug);
     }
     /* Idle heaps next: the pages they give up join the segments below. */
     uint64_t idle_ms = heap_idle_ms(delay);
@@ -506,12 +522,12 @@ static bool purge_pass_locked(bool force)
     return pending;
 }
 
-void purge_run(bool force)
+void purge_run(bool force, bool force_debug)
 {
     pass_take();
-    purge_pass_locked(force);
+    purge_pass_locked(force, force_debug);
     if (force)
-        purge_pass_locked(true); /* what the first pass freed (pages → slices) */
+        purge_pass_locked(true, force_debug); /* what the first pass freed (pages → slices) */
     pass_drop();
 }
 
@@ -677,7 +693,7 @@ static void *scavenger_main(void *arg)
         for (;;) {
             next_sample = scavenger_sleep(purge_delay_ms(), next_sample, interval);
             pass_take();
-            bool pending = purge_pass_locked(false);
+            bool pending = purge_pass_locked(false, false);
             pass_drop();
             next_sample = sample_if_due(next_sample, interval);
             if (pending)
@@ -791,7 +807,7 @@ void purge_poll(bool may_start)
     long delay = purge_delay_ms();
     atomic_store_explicit(&next_inline_pass_ms, now + (uint64_t)(delay > 0 ? delay : 1),
                           memory_order_relaxed);
-    bool pending = purge_pass_locked(false);
+    bool pending = purge_pass_locked(false, false);
     pass_drop();
     /* A solo process's heap marks (pages to trim, a kept page) wait for a
      * scavenger; counted as pending, they kept purge_work set for good, and

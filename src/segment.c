@@ -358,6 +358,10 @@ static void segment_release(segment_t *seg, uint64_t exited_ms)
 {
     atomic_store_explicit(&seg->thread_id, 0, memory_order_relaxed);
     atomic_store_explicit(&seg->exited_ms, exited_ms, memory_order_relaxed);
+    /* Entirely free: no page under live blocks is left to hold. A hold kept
+     * through the cache made the next owner's exit, however brief its
+     * ownership, trim at once the pages it had freed (review finding). */
+    seg->trim_held_ms = 0;
     seg->heap = NULL;
     seg->next = seg->prev = NULL;
     seg->cached_at_ms = os_now_ms();
@@ -1359,8 +1363,9 @@ void segment_inject_purge_pause(long ms)
  * last free, a remote free of its last large block, a collect pass) saw
  * slices in use and left it where it was. The pass's give-back made it
  * entirely free: tell whoever releases it. Its owner, through its heap (the
- * scavenger's next visit releases it if the owner stays idle; a busy owner
- * releases it at its next free there), and the abandoned list's pass: an
+ * scavenger's next visit releases it if the owner stays idle, and asks a
+ * busy owner to collect after a while: heap_scavenge), and the abandoned
+ * list's pass: an
  * abandoned segment's, or one whose owner exits around the read of
  * thread_id (its exit lists the segment and touches the list itself, and
  * the pass that serves either touch runs after this one, so after the OR);
@@ -1370,16 +1375,17 @@ void segment_inject_purge_pause(long ms)
  * second, entirely free segment.) The pass's purge_busy keeps the segment
  * mapped meanwhile (purge_segment_forget). Only for a segment emptied
  * during the hold: one entirely free before it (a cached segment, a heap's
- * last one) had no emptying to miss. */
-static void segment_freed_under_a_hold(segment_t *seg)
+ * last one) had no emptying to miss. Returns the owner's id (0: none), for
+ * the caller to tell once the segment is no longer pinned: heap_tell_owners
+ * takes heap_pool_lock, whose holders may wait for purge_busy
+ * (segment_unmap -> purge_segment_forget), a deadlock (review finding). */
+static uintptr_t segment_freed_under_a_hold(segment_t *seg)
 {
-    uintptr_t owner = atomic_load(&seg->thread_id);
-    if (owner != 0)
-        heap_tell_owner(owner);
     segment_abandoned_touch(); /* and purge_wake */
+    return atomic_load(&seg->thread_id);
 }
 
-bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force)
+bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force, uintptr_t *tell)
 {
     uint64_t dirty = atomic_load(&seg->dirty_slices);
     uint64_t want = force ? dirty : dirty & atomic_load_explicit(&seg->dirty_old, memory_order_relaxed);
@@ -1435,7 +1441,7 @@ bool segment_purge(segment_t *seg, uint64_t now_ms, uint64_t keep_ms, bool force
             os_sleep_ms(pause);
         atomic_fetch_and(&seg->dirty_slices, ~got);
         if ((atomic_fetch_or(&seg->free_slices, got) | got) == SLICES_ALL && free_before != SLICES_ALL)
-            segment_freed_under_a_hold(seg);
+            *tell = segment_freed_under_a_hold(seg);
     }
     dirty = atomic_load(&seg->dirty_slices);
     atomic_store_explicit(&seg->dirty_old, dirty, memory_order_relaxed);

@@ -254,6 +254,65 @@ static void realloc_shrinking_a_huge_block_gives_its_pages_back(void)
         free(keep[i]);
 }
 
+/* Review finding: a realloc that grows a block tries first with headroom
+ * (an eighth more, so that the next growths stay in place), and only then
+ * without it. Refused under RLIMIT_AS, the try with headroom emptied the
+ * quarantine (the allocator's collection before a failure), which that try
+ * was meant to leave alone: a write into a block freed just before then
+ * went unreported. Here an 8 MiB block grows to 24 MiB under a limit that
+ * leaves room for 24 MiB, not for 27: the 200-byte block freed before must
+ * still be in the quarantine afterwards. */
+static size_t vm_size_bytes(void)
+{
+    char buf[4096];
+    FILE *f = fopen("/proc/self/status", "r");
+    size_t vm = 0;
+    while (f && fgets(buf, sizeof buf, f))
+        if (strncmp(buf, "VmSize:", 7) == 0)
+            vm = strtoul(buf + 7, NULL, 10) * 1024;
+    if (f)
+        fclose(f);
+    return vm;
+}
+
+static void realloc_headroom_refused_keeps_the_quarantine(void)
+{
+    if (env_byte("EBB_DEBUG_QUARANTINE", 16 << 20) < (16 << 20)) {
+        /* The 8 MiB block's own free evicts the rest of a smaller quarantine. */
+        SKIP_CHECK("realloc's headroom and the quarantine: EBB_DEBUG_QUARANTINE below 16 MiB "
+                   "evicts the small block by its bound");
+        return;
+    }
+    /* What a freed 8 MiB block adds to an empty quarantine (its header and tail too). */
+    malloc_trim(0);
+    uint64_t q0 = stats().debug_quarantine_bytes;
+    free(malloc((size_t)8 << 20));
+    uint64_t block8 = stats().debug_quarantine_bytes - q0;
+    malloc_trim(0); /* an empty quarantine: nothing is evicted by its bound below */
+    char *p = malloc((size_t)8 << 20);
+    REQUIRE(p != NULL, "malloc(8 MiB) failed");
+    memset(p, 1, (size_t)8 << 20);
+    size_t vm = vm_size_bytes(); /* before the count: stdio frees into the quarantine */
+    free(malloc(200));           /* waits in the quarantine */
+    uint64_t before = stats().debug_quarantine_bytes;
+    struct rlimit old;
+    REQUIRE(getrlimit(RLIMIT_AS, &old) == 0, "getrlimit failed");
+    struct rlimit rl = {vm + ((size_t)26 << 20), old.rlim_max};
+    REQUIRE(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit failed");
+    char *q = realloc(p, (size_t)24 << 20);
+    uint64_t after = stats().debug_quarantine_bytes;
+    REQUIRE(setrlimit(RLIMIT_AS, &old) == 0, "setrlimit (restoring) failed");
+    REQUIRE(q != NULL, "realloc to 24 MiB under a limit with room for it failed");
+    CHECK(q[0] == 1 && q[((size_t)8 << 20) - 1] == 1, "realloc lost the contents");
+    printf("    info: quarantine %llu bytes before the realloc, %llu after\n",
+           (unsigned long long)before, (unsigned long long)after);
+    CHECK(after == before + block8, "the blocks in the quarantine before the realloc should "
+          "still be there, beside the 8 MiB block it moved from (%llu bytes): %llu bytes before, "
+          "%llu after", (unsigned long long)block8, (unsigned long long)before,
+          (unsigned long long)after);
+    free(q);
+}
+
 /* Alignments of a segment (4 MiB) and more: the block is a huge mapping and
  * its user pointer lies in a unit of its own; free, realloc and
  * malloc_usable_size must still find it (they used to report it foreign). */
@@ -694,6 +753,7 @@ int main(void)
     RUN_CASE(realloc_keeps_the_contents);
     RUN_CASE(realloc_moves_a_growing_block_once_per_class);
     RUN_CASE(realloc_shrinking_a_huge_block_gives_its_pages_back);
+    RUN_CASE(realloc_headroom_refused_keeps_the_quarantine);
     RUN_CASE(every_alignment_up_to_1_mib);
     RUN_CASE(segment_alignments_free_and_realloc_cleanly);
     RUN_CASE(alignments_above_2_gib_are_served_sparse);
