@@ -3467,40 +3467,48 @@ static void *hold_leaver_main(void *arg)
     return h;
 }
 
+/* Run fn(arg) on a thread of its own and join it: false if fn returned NULL. */
+static bool run_joined(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    void *ok = NULL;
+    if (start_thread(&t, 0, fn, arg) != 0)
+        return false;
+    pthread_join(t, &ok);
+    return ok != NULL;
+}
+
+/* A last thread writes as many blocks of the size as hold_leaver_main freed:
+ * it should find them still resident, with fewer page faults than a quarter
+ * of the pages it writes. `when` says when it started, for the messages. */
+static void expect_the_freed_blocks_resident(unsigned char **taken, const char *when)
+{
+    reuser_t r = {.blocks = taken,
+                  .count = HOLD_BLOCKS - HOLD_BLOCKS / SPARSE_REUSE_KEEP,
+                  .size = SPARSE_REUSE_SIZE};
+    REQUIRE(run_joined(reuser_main, &r), "the last thread's allocations failed");
+    long pages = (long)(r.count * SPARSE_REUSE_SIZE / 4096);
+    printf("    info: the last thread wrote %zu blocks (%ld pages' worth) with %ld page faults\n",
+           r.count, pages, r.faults);
+    CHECK(r.faults < pages / 4,
+          "a thread started %s should find the blocks it freed still resident: expected fewer "
+          "than %ld page faults for %ld pages written, got %ld", when, pages / 4, pages, r.faults);
+}
+
 static void child_a_busy_reclaimers_exit_starts_a_new_hold(void)
 {
     static hold_blocks_t first, second;
     static unsigned char *taken[HOLD_BLOCKS];
-    pthread_t t;
-    REQUIRE(start_thread(&t, 0, hold_leaver_main, &first) == 0, "pthread_create failed");
-    void *ok = NULL;
-    pthread_join(t, &ok);
-    REQUIRE(ok != NULL, "the first thread's allocations failed");
+    REQUIRE(run_joined(hold_leaver_main, &first), "the first thread's allocations failed");
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
     ebb_stats_get(&st);
     REQUIRE(st.segments_abandoned == 1, "the first thread should leave one segment abandoned; %llu",
             (unsigned long long)st.segments_abandoned);
     sleep_ms(300); /* passes have held the marked pages */
     second.busy = true;
-    REQUIRE(start_thread(&t, 0, hold_leaver_main, &second) == 0, "pthread_create failed");
-    ok = NULL;
-    pthread_join(t, &ok);
-    REQUIRE(ok != NULL, "the second thread's allocations failed");
+    REQUIRE(run_joined(hold_leaver_main, &second), "the second thread's allocations failed");
     sleep_ms(400);
-    reuser_t r = {.blocks = taken,
-                  .count = HOLD_BLOCKS - HOLD_BLOCKS / SPARSE_REUSE_KEEP,
-                  .size = SPARSE_REUSE_SIZE};
-    REQUIRE(start_thread(&t, 0, reuser_main, &r) == 0, "pthread_create failed");
-    ok = NULL;
-    pthread_join(t, &ok);
-    REQUIRE(ok != NULL, "the third thread's allocations failed");
-    long pages = (long)(r.count * SPARSE_REUSE_SIZE / 4096);
-    printf("    info: the third thread wrote %zu blocks (%ld pages' worth) with %ld page faults\n",
-           r.count, pages, r.faults);
-    CHECK(r.faults < pages / 4,
-          "a thread started 0.4 s after a thread that kept the segment 1.3 s exited should find "
-          "the blocks it freed still resident: expected fewer than %ld page faults for %ld pages "
-          "written, got %ld", pages / 4, pages, r.faults);
+    expect_the_freed_blocks_resident(taken, "0.4 s after a thread that kept the segment 1.3 s exited");
     for (size_t i = 0; i < HOLD_BLOCKS; i++) {
         free(first.b[i]);
         free(second.b[i]);
@@ -3534,40 +3542,20 @@ static void child_a_hold_does_not_outlive_its_segments_trip_through_the_cache(vo
 {
     static hold_blocks_t first, third;
     static unsigned char *taken[HOLD_BLOCKS];
-    pthread_t t;
-    void *ok = NULL;
-    REQUIRE(start_thread(&t, 0, hold_leaver_main, &first) == 0, "pthread_create failed");
-    pthread_join(t, &ok);
-    REQUIRE(ok != NULL, "the first thread's allocations failed");
+    REQUIRE(run_joined(hold_leaver_main, &first), "the first thread's allocations failed");
     sleep_ms(300); /* passes have held the marked pages */
     emptier_blocks = first.b;
-    REQUIRE(start_thread(&t, 0, segment_emptier_main, NULL) == 0, "pthread_create failed");
-    pthread_join(t, NULL);
+    REQUIRE(run_joined(segment_emptier_main, NULL), "pthread_create failed");
     struct ebb_stats st = {.version = EBB_STATS_VERSION};
     ebb_stats_get(&st);
     REQUIRE(st.segments_abandoned == 0 && st.segments_cached >= 1, "the emptied segment should be "
             "in the cache: %llu cached, %llu abandoned", (unsigned long long)st.segments_cached,
             (unsigned long long)st.segments_abandoned);
     sleep_ms(800);
-    REQUIRE(start_thread(&t, 0, hold_leaver_main, &third) == 0, "pthread_create failed");
-    ok = NULL;
-    pthread_join(t, &ok);
-    REQUIRE(ok != NULL, "the third thread's allocations failed");
+    REQUIRE(run_joined(hold_leaver_main, &third), "the third thread's allocations failed");
     sleep_ms(300);
-    reuser_t r = {.blocks = taken,
-                  .count = HOLD_BLOCKS - HOLD_BLOCKS / SPARSE_REUSE_KEEP,
-                  .size = SPARSE_REUSE_SIZE};
-    REQUIRE(start_thread(&t, 0, reuser_main, &r) == 0, "pthread_create failed");
-    ok = NULL;
-    pthread_join(t, &ok);
-    REQUIRE(ok != NULL, "the fourth thread's allocations failed");
-    long pages = (long)(r.count * SPARSE_REUSE_SIZE / 4096);
-    printf("    info: the fourth thread wrote %zu blocks (%ld pages' worth) with %ld page faults\n",
-           r.count, pages, r.faults);
-    CHECK(r.faults < pages / 4,
-          "a thread started 0.3 s after another exited from a segment it took from the cache "
-          "should find the blocks it freed still resident: expected fewer than %ld page faults "
-          "for %ld pages written, got %ld", pages / 4, pages, r.faults);
+    expect_the_freed_blocks_resident(taken, "0.3 s after another exited from a segment it "
+                                            "took from the cache");
     for (size_t i = 0; i < HOLD_BLOCKS; i++) {
         free(third.b[i]);
         free(taken[i]);
