@@ -1992,46 +1992,59 @@ static bool realloc_fits(debug_header_t *h, size_t size, size_t usable)
  * claim: its free of the block, its heap walk and its leak report waited
  * for it for ever (review finding: free() and exit() hung in such a
  * child). The steps:
- *   1. a realloc in place adds 1 to resize_claims, then reads
+ *   1. a realloc in place marks its thread busy (resize_busy_here, before
+ *      anything else), adds 1 to resize_claims, then reads
  *      resize_forks_waiting; if a fork waits, it takes its 1 back, waits for
  *      the fork to end and starts again; it takes 1 off once the block is
- *      LIVE again;
+ *      LIVE again, and then its mark;
  *   2. debug_fork_prepare_first, before the fork takes any lock of ebb's
  *      (a resize may take heap and huge locks to give memory back), adds 1
- *      to resize_forks_waiting and waits for resize_claims to drain (less
- *      the forking thread's own, if a handler forks inside one);
+ *      to resize_forks_waiting and waits for resize_claims to drain;
  *   3. debug_fork_done takes it back, in the parent; the child starts with
- *      no fork waiting and its own thread's claims only.
- * seq_cst on both sides of 1 and 2. */
+ *      no fork waiting and no claim.
+ * seq_cst on both sides of 1 and 2. A signal handler may allocate, and fork
+ * (review of the first version, which hung in all three cases):
+ *   - a realloc in place does not wait in step 1 in its own thread's fork
+ *     (resize_forking_here: a handler inside fork_prepare), nor while its
+ *     thread holds a lock of ebb's (a handler inside a slow path): neither
+ *     fork can go on before that claim ends;
+ *   - a fork from a handler that interrupted its own thread's realloc in
+ *     place (resize_busy_here) does not wait in step 2, which would wait for
+ *     itself; another thread's claim may then be split (the case before
+ *     these steps existed), and the child's count may go below 0 when the
+ *     interrupted claim ends, which only lets a later fork there wait less. */
 static atomic_int resize_claims, resize_forks_waiting;
-
-static __thread int resize_claims_here; /* this thread's, for a handler that forks inside one */
+static __thread int resize_busy_here, resize_forking_here;
 
 static void resize_claim_enter(void)
 {
+    resize_busy_here++;
+    atomic_signal_fence(memory_order_seq_cst);
     for (;;) {
         atomic_fetch_add(&resize_claims, 1);
-        if (atomic_load(&resize_forks_waiting) == 0)
+        if (atomic_load(&resize_forks_waiting) == 0 || resize_forking_here != 0 || lock_any_held())
             break;
         atomic_fetch_sub(&resize_claims, 1);
         while (atomic_load(&resize_forks_waiting) != 0)
             os_yield();
     }
-    resize_claims_here++;
 }
 
 static void resize_claim_leave(void)
 {
-    resize_claims_here--;
     atomic_fetch_sub(&resize_claims, 1);
+    atomic_signal_fence(memory_order_seq_cst);
+    resize_busy_here--;
 }
 
 void debug_fork_prepare_first(void)
 {
     if (!debug_enabled)
         return;
+    resize_forking_here++;
+    atomic_signal_fence(memory_order_seq_cst);
     atomic_fetch_add(&resize_forks_waiting, 1);
-    while (atomic_load(&resize_claims) > resize_claims_here)
+    while (resize_busy_here == 0 && atomic_load(&resize_claims) > 0)
         os_yield();
 }
 
@@ -2041,10 +2054,12 @@ void debug_fork_done(bool child)
         return;
     if (child) {
         atomic_store(&resize_forks_waiting, 0);
-        atomic_store(&resize_claims, resize_claims_here);
+        atomic_store(&resize_claims, 0);
     } else {
         atomic_fetch_sub(&resize_forks_waiting, 1);
     }
+    atomic_signal_fence(memory_order_seq_cst);
+    resize_forking_here--;
 }
 
 /* The block is live and its canary checked. Claimed while it changes, as

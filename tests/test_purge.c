@@ -7579,6 +7579,91 @@ static void a_fork_during_a_debug_realloc_or_eviction_leaves_a_sound_child(void)
     expect_child_passes("child_a_fork_during_a_debug_realloc_or_eviction_leaves_a_sound_child", env, 60);
 }
 
+/* Review of the fix above: a signal handler that reallocs in place waited
+ * for a fork its own thread had started (a handler inside fork_prepare), or
+ * while its thread held a lock the fork needed (a handler inside a slow
+ * path): both hung for good. Here a worker allocates and frees without pause
+ * and main forks 200 times, while a third thread sends SIGUSR1 every 20 us
+ * to each of them in turn; the handler reallocs its thread's block between
+ * 100 and 104 bytes (in place). Traces off: a handler's capture during a fork is a
+ * problem of its own (trace.c). The child case's timeout catches a hang. */
+#define SIGFORK_FORKS 200
+static __thread void *sigfork_block; /* each thread's own: no two realloc one block */
+static __thread volatile sig_atomic_t sigfork_flip;
+static atomic_int sigfork_done;
+static pthread_t sigfork_targets[2];
+
+static void sigfork_handler(int sig)
+{
+    (void)sig;
+    sigfork_flip ^= 1;
+    sigfork_block = realloc(sigfork_block, sigfork_flip ? 104 : 100);
+}
+
+static void *sigfork_worker(void *arg)
+{
+    (void)arg;
+    void *v[64] = {0};
+    sigfork_block = malloc(100);
+    for (unsigned i = 0; !atomic_load(&sigfork_done); i++) {
+        free(v[i % 64]);
+        v[i % 64] = malloc(16 + (i * 37) % 3000);
+    }
+    for (int k = 0; k < 64; k++)
+        free(v[k]);
+    free(sigfork_block);
+    return NULL;
+}
+
+static void *sigfork_sender(void *arg)
+{
+    (void)arg;
+    for (unsigned i = 0; !atomic_load(&sigfork_done); i++) {
+        pthread_kill(sigfork_targets[i % 2], SIGUSR1);
+        usleep(20);
+    }
+    return NULL;
+}
+
+static void child_forks_beside_handlers_that_realloc_do_not_hang(void)
+{
+    sigfork_block = malloc(100);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = sigfork_handler;
+    sa.sa_flags = SA_RESTART;
+    REQUIRE(sigaction(SIGUSR1, &sa, NULL) == 0, "sigaction failed");
+    sigfork_targets[0] = pthread_self();
+    pthread_t worker, sender;
+    REQUIRE(start_thread(&worker, 256 * KiB, sigfork_worker, NULL) == 0, "pthread_create failed");
+    sigfork_targets[1] = worker;
+    REQUIRE(start_thread(&sender, 256 * KiB, sigfork_sender, NULL) == 0, "pthread_create failed");
+    int failed = 0;
+    for (int i = 0; i < SIGFORK_FORKS; i++) {
+        pid_t pid = fork();
+        REQUIRE(pid >= 0, "fork failed: %s", strerror(errno));
+        if (pid == 0)
+            _exit(0);
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        failed += !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    atomic_store(&sigfork_done, 1);
+    pthread_join(sender, NULL);
+    pthread_join(worker, NULL);
+    signal(SIGUSR1, SIG_IGN);
+    CHECK(failed == 0, "%d of %d children did not exit cleanly", failed, SIGFORK_FORKS);
+    free(sigfork_block);
+}
+
+static void forks_beside_handlers_that_realloc_do_not_hang(void)
+{
+    static const char *const env[] = {"EBB_DEBUG=1", "EBB_DEBUG_LEAKS=off",
+                                      "EBB_DEBUG_TRACE_DEPTH=0", NULL};
+    expect_child_passes("child_forks_beside_handlers_that_realloc_do_not_hang", env, 60);
+}
+
 /* The window needs a thread of the program's that exists while ours is
  * starting. The program's first pthread_create starts ours at once (purge.c,
  * "solo"), so the window is set up where it still occurs: in the child of a
@@ -8059,6 +8144,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_an_idle_owners_segment_emptied_while_a_pass_holds_its_slices_is_released),
     CHILD_CASE(child_a_fork_during_a_carve_hands_out_no_block_twice),
     CHILD_CASE(child_a_fork_during_a_debug_realloc_or_eviction_leaves_a_sound_child),
+    CHILD_CASE(child_forks_beside_handlers_that_realloc_do_not_hang),
     CHILD_CASE(child_no_membarrier_idle_owners_let_the_scavenger_sleep),
     CHILD_CASE(child_membarrier_refused_after_start_works_as_without),
     CHILD_CASE(child_background_off_returns_memory_during_calls),
@@ -8118,6 +8204,7 @@ int main(int argc, char **argv)
     RUN_CASE(an_idle_owners_segment_emptied_while_a_pass_holds_its_slices_is_released);
     RUN_CASE(a_fork_during_a_carve_hands_out_no_block_twice);
     RUN_CASE(a_fork_during_a_debug_realloc_or_eviction_leaves_a_sound_child);
+    RUN_CASE(forks_beside_handlers_that_realloc_do_not_hang);
     RUN_CASE(no_membarrier_idle_owners_let_the_scavenger_sleep);
     RUN_CASE(membarrier_refused_after_start_works_as_without);
     RUN_CASE(a_scattered_trim_purges_with_few_system_calls);
