@@ -152,7 +152,12 @@ void debug_untraced_end(bool was)
 
 static uint32_t capture(void)
 {
-    if (cfg.depth == 0 || in_debug)
+    /* Not from a signal handler that interrupted a section of ebb's holding
+     * a lock (lock_any_held), such as fork_prepare, which holds the trace
+     * registry's: the capture would wait for its own thread (review finding:
+     * a handler's realloc during its thread's fork hung). The block gets no
+     * trace instead. */
+    if (cfg.depth == 0 || in_debug || lock_any_held())
         return 0;
     in_debug = true;
     uint32_t id = trace_capture_id(cfg.depth, stack_mark);

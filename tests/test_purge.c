@@ -7585,8 +7585,10 @@ static void a_fork_during_a_debug_realloc_or_eviction_leaves_a_sound_child(void)
  * path): both hung for good. Here a worker allocates and frees without pause
  * and main forks 200 times, while a third thread sends SIGUSR1 every 20 us
  * to each of them in turn; the handler reallocs its thread's block between
- * 100 and 104 bytes (in place). Traces off: a handler's capture during a fork is a
- * problem of its own (trace.c). The child case's timeout catches a hang. */
+ * 100 and 104 bytes (in place). Its capture of a trace, in a handler that
+ * interrupted its thread's fork, waited for the trace registry's lock the
+ * fork held: it takes no trace now (debug.c, capture). The child case's
+ * timeout catches a hang. */
 #define SIGFORK_FORKS 200
 static __thread void *sigfork_block; /* each thread's own: no two realloc one block */
 static __thread volatile sig_atomic_t sigfork_flip;
@@ -7659,8 +7661,7 @@ static void child_forks_beside_handlers_that_realloc_do_not_hang(void)
 
 static void forks_beside_handlers_that_realloc_do_not_hang(void)
 {
-    static const char *const env[] = {"EBB_DEBUG=1", "EBB_DEBUG_LEAKS=off",
-                                      "EBB_DEBUG_TRACE_DEPTH=0", NULL};
+    static const char *const env[] = {"EBB_DEBUG=1", "EBB_DEBUG_LEAKS=off", NULL};
     expect_child_passes("child_forks_beside_handlers_that_realloc_do_not_hang", env, 60);
 }
 
