@@ -479,18 +479,30 @@ bool huge_cache_release(void)
     return any;
 }
 
+/* Can cached mapping c serve a block laid out at `offset` with `alignment`? */
+static bool huge_layout_serves(const segment_t *c, size_t offset, size_t alignment)
+{
+    return c->block_offset == offset &&
+           (c->alignment >= SEGMENT_SIZE) == (alignment >= SEGMENT_SIZE) && c->alignment >= alignment;
+}
+
+/* Is a mapping of `map_size` bytes taken as it is for a block of `total`
+ * (big enough, and at most 1/HUGE_TAKE_SLACK_DIV of the block more)? */
+static bool huge_size_fits(size_t map_size, size_t total, size_t offset)
+{
+    return map_size >= total && map_size - total <= (total - offset) / HUGE_TAKE_SLACK_DIV;
+}
+
 /* Does the cache hold a mapping that huge_cache_take would take as it is
  * for a block of `total` bytes laid out as seg's? */
 static bool huge_cache_fits(const segment_t *seg, size_t total)
 {
-    size_t offset = seg->block_offset;
     bool found = false;
     lock_acquire(&huge_lock);
     for (size_t i = 0; i < huge_count && !found; i++) {
         const segment_t *c = huge_cache[i];
-        found = c->block_offset == offset && c->alignment >= seg->alignment &&
-                (c->alignment >= SEGMENT_SIZE) == (seg->alignment >= SEGMENT_SIZE) &&
-                c->map_size >= total && c->map_size - total <= (total - offset) / HUGE_TAKE_SLACK_DIV;
+        found = huge_layout_serves(c, seg->block_offset, seg->alignment) &&
+                huge_size_fits(c->map_size, total, seg->block_offset);
     }
     lock_release(&huge_lock);
     return found;
@@ -595,8 +607,7 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < huge_count; i++) {
         segment_t *c = huge_cache[i];
-        if (c->block_offset != offset || (c->alignment >= SEGMENT_SIZE) != (alignment >= SEGMENT_SIZE) ||
-            c->alignment < alignment)
+        if (!huge_layout_serves(c, offset, alignment))
             continue;
         if (best == SIZE_MAX)
             best = i;
@@ -619,7 +630,7 @@ static segment_t *huge_cache_take(size_t total, size_t offset, size_t alignment,
      * may still be resident (not purged yet), and cutting its tail now would
      * only mean faulting fresh pages in at the next bigger request: a loop of
      * varying sizes would page-fault on every allocation. */
-    if (seg->map_size >= total && seg->map_size - total <= (total - offset) / HUGE_TAKE_SLACK_DIV)
+    if (huge_size_fits(seg->map_size, total, offset))
         return seg;
     if (seg->map_size > total) {
         /* Too big: cut. */
