@@ -1087,6 +1087,7 @@ void os_realtime_after_ms(struct timespec *ts, uint64_t ms);
 void os_sleep_ms(long ms);
 void os_futex_wait(atomic_int *word, int expected);
 void os_futex_wake_one(atomic_int *word);
+void os_futex_wake_all(atomic_int *word);
 /* Give the CPU to another thread (sched_yield): the back-off of a wait for
  * another thread's short step. */
 void os_yield(void);
@@ -1109,7 +1110,7 @@ int os_fd_copy_high(int fd, int lowest);
 /* The current directory; false if it does not fit in cap bytes. */
 bool os_getcwd(char *buf, size_t cap);
 /* Write all of s (retrying short writes); errors are ignored. */
-void os_write_fd(int fd, const char *s, size_t len);
+bool os_write_fd(int fd, const char *s, size_t len);
 void os_close(int fd);
 int os_getpid(void);
 int os_gettid(void);
@@ -1265,6 +1266,7 @@ typedef struct text_s {
     char buf[512];
     size_t len;
     int fd;
+    bool cut; /* a write failed: nothing more is written (a report then lacks its end) */
 } text_t;
 void text_init(text_t *t, int fd);
 void text_add(text_t *t, const char *s);

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -564,8 +565,29 @@ int os_open_append(const char *path)
  * process that kept the default action: a report of ebb's must not (review
  * finding: `program 2>&1 | head -1` exited 141 at the leak report, 0 with
  * glibc). So SIGPIPE is blocked around the writes, and one they raised is
- * taken back before it is unblocked (one already pending stays). */
-void os_write_fd(int fd, const char *s, size_t len)
+ * taken back before it is unblocked (one already pending stays).
+ * A descriptor the program made non-blocking (O_NONBLOCK on a pipe or a
+ * terminal it shares with stderr) refuses a write with EAGAIN while its
+ * reader lags: the write waits for room (ppoll, raw: not a cancellation
+ * point) up to WRITE_STALL_MS without progress, as a blocking write would
+ * wait, instead of dropping the rest (review finding: a leak report piped
+ * into a slow reader lost a third of its groups and still ended with its
+ * closing marker). False if not everything was written. */
+#define WRITE_STALL_MS 5000
+
+static bool write_wait_room(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    struct timespec wait = {WRITE_STALL_MS / 1000, 0};
+    for (;;) {
+        long n = syscall(SYS_ppoll, &p, 1UL, &wait, NULL, (size_t)0);
+        if (n < 0 && errno == EINTR)
+            continue; /* the rest of the wait: ppoll updated it */
+        return n > 0 && (p.revents & POLLOUT);
+    }
+}
+
+bool os_write_fd(int fd, const char *s, size_t len)
 {
     int saved = errno;
     sigset_t pipe_only, old, pending;
@@ -577,6 +599,8 @@ void os_write_fd(int fd, const char *s, size_t len)
     while (len > 0) {
         ssize_t w = sys_write(fd, s, len);
         if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && write_wait_room(fd))
             continue;
         if (w < 0 && errno == EPIPE)
             broken = true;
@@ -595,6 +619,7 @@ void os_write_fd(int fd, const char *s, size_t len)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     errno = saved;
+    return len == 0;
 }
 
 void os_close(int fd)
@@ -1319,9 +1344,14 @@ unsigned os_other_threads_registers(os_registers_t *slots, int skip_tid, const c
     }
     memset(&p.ours, 0, sizeof p.ours);
     p.ours.sa_sigaction = registers_handler;
-    /* SA_ONSTACK: a thread's own alternate stack, if it has one (its stack
-     * may be nearly full). */
-    p.ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+    /* Not SA_ONSTACK: a thread's alternate stack may be smaller than the
+     * kernel's signal frame (2 KiB, MINSIGSTKSZ, against 3.3 KiB with
+     * AVX-512's registers), and the kernel then kills the process with
+     * SIGSEGV (review finding: a program whose worker had set up such a
+     * stack for its crash handler died at exit, with no report). On the
+     * thread's own stack, only a thread within a frame's size of its
+     * stack's end cannot take the signal. */
+    p.ours.sa_flags = SA_SIGINFO | SA_RESTART;
     sigfillset(&p.ours.sa_mask);
     registers_signal_take(&p, SIGRTMAX + 1); /* step 1 */
     int fd = p.sig ? sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0) : -1;
@@ -1421,6 +1451,14 @@ void os_futex_wake_one(atomic_int *word)
 {
     int saved = errno;
     syscall(SYS_futex, (int *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    errno = saved;
+}
+
+/* Wake every thread sleeping in os_futex_wait on `word`. */
+void os_futex_wake_all(atomic_int *word)
+{
+    int saved = errno;
+    syscall(SYS_futex, (int *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
     errno = saved;
 }
 

@@ -12,6 +12,7 @@ void text_init(text_t *t, int fd)
 {
     t->len = 0;
     t->fd = fd;
+    t->cut = false;
 }
 
 /* A file name pattern (EBB_STATS_FILE, EBB_DEBUG_LOG) with "%p" replaced by
@@ -45,8 +46,10 @@ bool text_expand_path(const char *pattern, char *out, size_t cap)
 
 void text_flush(text_t *t)
 {
-    if (t->len > 0)
-        os_write_fd(t->fd, t->buf, t->len);
+    /* Once a piece is lost, the rest is not written: a report cut short
+     * must not end with its closing line as if it were whole. */
+    if (t->len > 0 && !t->cut)
+        t->cut = !os_write_fd(t->fd, t->buf, t->len);
     t->len = 0;
 }
 
