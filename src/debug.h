@@ -122,5 +122,8 @@ void debug_log_close(int fd, bool opened);
 
 /* leak.c */
 void leak_report_at_exit(void);
+/* The leak report's gate (debug.c, "The leak report's gate"). */
+void debug_gate_close(void);
+void debug_gate_open(void);
 
 #endif /* EBB_DEBUG_H */
