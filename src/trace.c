@@ -145,8 +145,13 @@ static _Unwind_Reason_Code capture_step(struct _Unwind_Context *ctx, void *arg)
     /* During _Unwind_Backtrace's callback the context's CFA is still that of
      * the frame below (the callee): the stack pointer of this frame at its
      * call. The frame that called the debug function that set the mark sees
-     * exactly the mark; everything deeper sees less. */
-    if ((uintptr_t)_Unwind_GetCFA(ctx) < c->mark) {
+     * exactly the mark; everything deeper sees less. Only until the first
+     * frame at or above it: past a signal frame the walk may go on on
+     * another stack, lower in memory (a handler on an alternate stack above
+     * the interrupted one), whose frames were taken for ebb's and wiped the
+     * trace, all of it (review finding;
+     * tests/debug/double_free_on_a_higher_alternate_stack.c). */
+    if (c->walked == 0 && (uintptr_t)_Unwind_GetCFA(ctx) < c->mark) {
         c->n = 0; /* still inside ebb */
         return _URC_NO_REASON;
     }

@@ -70,6 +70,7 @@ expect() {
 
 expect double_free          "double free"                                          allocate_victim
 expect double_free_late     "double free"                                          allocate_victim
+expect double_free_on_a_higher_alternate_stack "double free"                         allocate_victim
 expect double_free_big      "double free"                                          allocate_victim
 expect double_free_trace_write "double free"                                        allocate_victim
 expect double_free_big      "double free"                                          allocate_victim EBB_DEBUG_QUARANTINE=4096
