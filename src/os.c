@@ -1753,32 +1753,42 @@ static void purge_count(size_t size)
     atomic_fetch_add_explicit(&purged_bytes, size, memory_order_relaxed);
 }
 
-/* One range, by madvise; whether it reads back as zero. */
-static bool purge_range(void *p, size_t size)
+/* One range, by madvise: whether the kernel took it (*zeroed: whether it
+ * reads back as zero now). It refuses locked pages (mlock, mlockall: EINVAL)
+ * and a sandbox may refuse the call: the memory then keeps its contents,
+ * and must not be taken for zeroed (review finding: under mlockall, calloc
+ * handed back freed blocks of 200 KB to 16 MiB with their old bytes, as the
+ * purge that "zeroed" them had been refused). */
+static bool purge_range(void *p, size_t size, bool *zeroed)
 {
     atomic_fetch_add_explicit(&purge_syscalls, 1, memory_order_relaxed);
+    *zeroed = false;
     if (option_get(OPT_PURGE_METHOD) == 1 && madvise(p, size, MADV_FREE) == 0)
+        return true;
+    if (madvise(p, size, MADV_DONTNEED) != 0)
         return false;
-    madvise(p, size, MADV_DONTNEED);
+    *zeroed = true;
     return true;
 }
 
 bool os_purge(void *p, size_t size)
 {
-    purge_count(size);
     int saved = errno;
-    bool zeroed = purge_range(p, size);
+    bool zeroed;
+    if (purge_range(p, size, &zeroed))
+        purge_count(size);
     errno = saved;
     return zeroed;
 }
 
 bool os_zero(void *p, size_t size)
 {
-    purge_count(size);
     atomic_fetch_add_explicit(&purge_syscalls, 1, memory_order_relaxed);
     int saved = errno;
     bool zeroed = madvise(p, size, MADV_DONTNEED) == 0;
     errno = saved;
+    if (zeroed)
+        purge_count(size);
     return zeroed;
 }
 
@@ -1849,16 +1859,20 @@ bool os_purge_flush(os_purge_batch_t *b)
     if (b->count == 0)
         return zeroed;
     int saved = errno;
-    for (size_t i = 0; i < b->count; i++)
-        purge_count(b->range[i].iov_len);
     bool lazy = option_get(OPT_PURGE_METHOD) == 1;
     if (b->count > 1 && purge_vector(b, lazy ? MADV_FREE : MADV_DONTNEED)) {
         zeroed &= !lazy;
+        for (size_t i = 0; i < b->count; i++)
+            purge_count(b->range[i].iov_len);
     } else {
         /* After a partial vector call, the ranges it did are purged again:
          * harmless, they are free. */
-        for (size_t i = 0; i < b->count; i++)
-            zeroed &= purge_range(b->range[i].iov_base, b->range[i].iov_len);
+        for (size_t i = 0; i < b->count; i++) {
+            bool range_zeroed;
+            if (purge_range(b->range[i].iov_base, b->range[i].iov_len, &range_zeroed))
+                purge_count(b->range[i].iov_len);
+            zeroed &= range_zeroed;
+        }
     }
     b->count = 0;
     errno = saved;

@@ -827,6 +827,21 @@ static void blocks_bigger_than_ram_and_swap_are_refused_under_heuristic_overcomm
     p = NULL;
     int r = ebb_posix_memalign(&p, (size_t)1 << 21, big);
     CHECK(r == ENOMEM && p == NULL, "posix_memalign(2 MiB, %zu): %d, %p; expected ENOMEM", big, r, p);
+    /* Alignments above a segment too: the padding is not tested, the block
+     * is (review finding: these were served). */
+    size_t big_aligns[] = {8 * MiB, (size_t)1 << 30};
+    for (size_t k = 0; k < sizeof big_aligns / sizeof big_aligns[0]; k++) {
+        p = NULL;
+        r = ebb_posix_memalign(&p, big_aligns[k], big);
+        CHECK(r == ENOMEM && p == NULL, "posix_memalign(%zu MiB, %zu): %d, %p; expected ENOMEM",
+              big_aligns[k] / MiB, big, r, p);
+        ebb_free(p);
+        errno = 0;
+        p = ebb_aligned_alloc(big_aligns[k], big);
+        CHECK(p == NULL && errno == ENOMEM, "aligned_alloc(%zu MiB, %zu): %p, errno %d; expected NULL, "
+              "ENOMEM", big_aligns[k] / MiB, big, p, errno);
+        ebb_free(p);
+    }
 
     /* realloc to it fails and keeps the block, small or huge. */
     size_t sizes[] = {100, 8 * MiB};

@@ -1475,6 +1475,48 @@ static void buffers_doubled_by_realloc_keep_the_caches(void)
     expect_child_passes_at_delay_50("child_buffers_doubled_by_realloc_keep_the_caches", 30);
 }
 
+/* Review finding: under mlockall the kernel refuses MADV_DONTNEED (EINVAL),
+ * and a purge that was refused was taken for one that zeroed its range: a
+ * freed block's memory, purged after the delay, went back to calloc as
+ * zeroed, holding its old bytes (200 KB, 1, 3 and 16 MiB blocks, each given
+ * back at the freed block's own address; in debug mode the 16 MiB one held
+ * the free fill). Every size, in release and in debug mode, must come back
+ * zeroed. */
+static void child_calloc_after_mlockall_returns_zeroes(void)
+{
+    if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+        SKIP_CHECK("mlockall refused here (%s): calloc over locked pages is not checked",
+                   strerror(errno));
+        return;
+    }
+    static const size_t sizes[] = {200000, 1 * MiB, 3 * MiB, 16 * MiB};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        unsigned char *p = malloc(n);
+        REQUIRE(p != NULL, "malloc(%zu) failed", n);
+        memset(p, 0xAA, n);
+        __asm__ volatile("" : : "r"(p) : "memory");
+        free(p);
+        usleep(300 * 1000); /* past the purge delay (50 ms) */
+        unsigned char *q = calloc(1, n);
+        REQUIRE(q != NULL, "calloc(1, %zu) failed", n);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += q[i] != 0;
+        CHECK(bad == 0, "calloc(1, %zu) after mlockall: %zu bytes not zero (%s the freed block's address)",
+              n, bad, q == p ? "at" : "not at");
+        free(q);
+    }
+    munlockall();
+}
+
+static void calloc_after_mlockall_returns_zeroes(void)
+{
+    expect_child_passes_at_delay_50("child_calloc_after_mlockall_returns_zeroes", 30);
+    const char *env[] = {"EBB_PURGE_DELAY=50", "EBB_DEBUG=1", NULL};
+    expect_child_passes("child_calloc_after_mlockall_returns_zeroes", env, 30);
+}
+
 /* ---------------------------------------------------------------------------
  * 3d. DESIGN ("with many threads, per-thread caches multiply, so the bound must
  * hold in aggregate too"): 1,000 threads alive and idle, each having allocated
@@ -8076,6 +8118,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_huge_spares_stay_within_the_cache_bound),
     CHILD_CASE(child_huge_blocks_survive_an_old_kernels_mremap),
     CHILD_CASE(child_buffers_doubled_by_realloc_keep_the_caches),
+    CHILD_CASE(child_calloc_after_mlockall_returns_zeroes),
     CHILD_CASE(child_huge_pages_option_backs_huge_blocks),
     CHILD_CASE(child_huge_pages_leave_an_aligned_blocks_header_unmarked),
     CHILD_CASE(child_huge_pages_mark_leaves_a_purged_cached_mapping),
@@ -8228,6 +8271,7 @@ int main(int argc, char **argv)
     RUN_CASE(debug_mode_large_blocks_alone_come_back);
     RUN_CASE(huge_cache_holds_at_most_its_bound_resident);
     RUN_CASE(buffers_doubled_by_realloc_keep_the_caches);
+    RUN_CASE(calloc_after_mlockall_returns_zeroes);
     RUN_CASE(thousand_idle_threads_keep_nothing_back);
     RUN_CASE(exited_threads_blocks_freed_later_by_main_come_back);
     RUN_CASE(thread_that_only_frees_leaves_nothing_behind);
