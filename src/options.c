@@ -22,7 +22,6 @@ static const char *option_texts[OPT_COUNT] ebb_cold_bss;
  * strings in place (setproctitle in nginx and PostgreSQL clears them to hold
  * the process title), and EBB_DEBUG_LOG is read at every report (a review
  * found the log path emptied that way). */
-#define OPTION_TEXT_SPACE 8192
 static char option_text_space[OPTION_TEXT_SPACE] ebb_cold_bss;
 static size_t option_text_used;
 static bool options_loaded;

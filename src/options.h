@@ -44,6 +44,11 @@ typedef enum {
                       of 1024, any case; "KiB" and "KB" mean the same) */
 } option_unit_t;
 
+/* Bytes the library keeps for the values of its text options, all of them
+ * together, each with its terminating NUL (options.c); ebbrun refuses a
+ * value that cannot fit. */
+#define OPTION_TEXT_SPACE 8192
+
 typedef struct option_desc_s {
     const char *name;
     long def, min, max;         /* numeric options */

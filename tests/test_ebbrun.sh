@@ -96,6 +96,18 @@ grep -q "(0 to 1099511627776 bytes, optionally followed by K, M, G or T (powers 
 end
 
 # -------------------------------------------------------------------------
+# Review finding: a text option longer than the library holds (8 KiB for all
+# of them) passed ebbrun's check and was refused only once the program ran.
+begin a_text_option_too_long_for_the_library_is_refused_before_running
+long=$(printf 'a%.0s' $(seq 1 9000))
+"$EBBRUN" --set "EBB_DEBUG_LOG=$TMP/$long" -- sh -c 'echo ran' >"$TMP/long.out" 2>"$TMP/long.err"
+rc=$?
+[ $rc -eq 2 ] || fail "expected exit 2, got $rc"
+grep -q "^ran$" "$TMP/long.out" && fail "the program should not have run"
+grep -q "EBB_DEBUG_LOG: [0-9]* bytes, longer than the 8191 the library holds for text options" "$TMP/long.err" ||
+    fail "expected the reason: $(head -c 300 "$TMP/long.err")"
+end
+
 begin stats_report_at_exit_is_parsable
 PYTHONMALLOC=malloc $PY "$TMP/work.py" >"$TMP/plain.out" 2>&1
 PYTHONMALLOC=malloc "$EBBRUN" --stats -- $PY "$TMP/work.py" >"$TMP/ebb.out" 2>"$TMP/ebb.err"

@@ -93,6 +93,13 @@ static void option_check(const option_desc_t *d, const char *value)
     if (d->is_text) {
         if (*value == '\0')
             die("%s: expected a file name, got an empty value%s", d->name, "");
+        /* The library would refuse it at start (review finding: accepted
+         * here, refused later). */
+        if (strlen(value) >= OPTION_TEXT_SPACE) {
+            fprintf(stderr, "%s: %s: %zu bytes, longer than the %d the library holds for text "
+                    "options\n", prog, d->name, strlen(value), OPTION_TEXT_SPACE - 1);
+            exit(2);
+        }
         return;
     }
     long v;
