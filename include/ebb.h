@@ -24,8 +24,9 @@
  *     So does a block larger than RAM and swap together under Linux's default
  *     overcommit policy (vm.overcommit_memory = 0), which refuses one such
  *     mapping and so makes glibc's malloc fail; ebb's mappings skip the
- *     kernel's test (MAP_NORESERVE), so ebb makes it (not for blocks aligned
- *     to more than 4 MiB, whose mappings are mostly untouched padding).
+ *     kernel's test (MAP_NORESERVE), so ebb makes it (for blocks aligned to
+ *     more than 4 MiB, on the block's own pages, not on the untouched padding
+ *     before it).
  *   - A successful call leaves errno as it was, also when it was served after
  *     a refused request (by a fallback or the retry above).
  *   - A size computation that would overflow (calloc's n*size, reallocarray's
