@@ -1747,10 +1747,62 @@ static struct {
     uint64_t hash;
 } module_memo ebb_cold_bss;
 
+/* Whether the file a module was loaded from is still at its path. A
+ * library upgraded or rebuilt while the program runs (a new file renamed
+ * over the old one) leaves the old one mapped, "(deleted)" in
+ * /proc/self/maps, and the path names another file: its symbols and lines
+ * named the old code's addresses after the new code's functions (review
+ * finding: a block allocated in alloc_in_lib was reported as allocated in
+ * unrelated_padding_function, at the new source's line). Such a module is
+ * not read: its frames show addresses only, and say why. Remembered by
+ * bias for one report call (a few modules: one read of the maps each). */
+#define REPLACED_MEMO 16
+static struct {
+    size_t count;
+    uintptr_t bias[REPLACED_MEMO];
+    bool replaced[REPLACED_MEMO];
+} replaced_memo ebb_cold_bss;
+
+typedef struct replaced_find_s {
+    uintptr_t pc;
+    bool found, deleted;
+} replaced_find_t;
+
+static void replaced_find_line(const char *line, size_t len, void *arg)
+{
+    replaced_find_t *f = arg;
+    os_maps_line_t ml;
+    static const char suffix[] = " (deleted)";
+    size_t n = sizeof suffix - 1;
+    if (f->found || !os_maps_line_parse(line, len, &ml) || f->pc < ml.start || f->pc >= ml.end ||
+        ml.path == NULL)
+        return;
+    f->found = true;
+    f->deleted = ml.path_len > n && memcmp(ml.path + ml.path_len - n, suffix, n) == 0;
+}
+
+static bool module_replaced(const module_t *m)
+{
+    if (!m->found)
+        return false;
+    for (size_t i = 0; i < replaced_memo.count; i++)
+        if (replaced_memo.bias[i] == m->bias)
+            return replaced_memo.replaced[i];
+    static char buf[8192] ebb_cold_bss;
+    replaced_find_t f = {.pc = m->pc};
+    os_for_each_line("/proc/self/maps", buf, sizeof buf, replaced_find_line, &f);
+    if (replaced_memo.count < REPLACED_MEMO) {
+        replaced_memo.bias[replaced_memo.count] = m->bias;
+        replaced_memo.replaced[replaced_memo.count++] = f.deleted;
+    }
+    return f.deleted;
+}
+
 static void module_memo_forget(void)
 {
     module_memo.valid = false;
     relative_memo.name = NULL;
+    replaced_memo.count = 0;
 }
 
 static uint64_t module_hash_memo(const module_t *m)
@@ -1903,7 +1955,8 @@ static void sym_resolve(const uintptr_t *pcs, int n)
                     done[b] = true;
                 }
             }
-            if (mods[a].found)
+            bool readable = mods[a].found && !module_replaced(&mods[a]);
+            if (readable)
                 file_lines(mods[a].path, batch, k, got, got_fn, got_fn_cut);
             for (int j = 0; j < k; j++) {
                 const module_t *mod = &mods[which[j]];
@@ -1913,18 +1966,18 @@ static void sym_resolve(const uintptr_t *pcs, int n)
                 e->module_hash = hashes[which[j]];
                 e->stamp = sym_stamp;
                 e->cut = false;
-                e->named = mod->found && elf_function(mod->path, batch[j], e->name, sizeof e->name,
-                                                      &e->offset, &e->cut);
+                e->named = readable && elf_function(mod->path, batch[j], e->name, sizeof e->name,
+                                                    &e->offset, &e->cut);
                 e->offset_known = e->named;
                 /* A name from the debug info, where there is some: without it
                  * (no location either) addr2line names the nearest symbol
                  * before the address, wherever that function ends. */
-                if (!e->named && mod->found && got_fn[j][0] && got[j][0]) {
+                if (!e->named && readable && got_fn[j][0] && got[j][0]) {
                     memcpy(e->name, got_fn[j], sizeof e->name);
                     e->cut = got_fn_cut[j];
                     e->named = true;
                 }
-                if (mod->found)
+                if (readable)
                     memcpy(e->line, got[j], sizeof e->line);
                 else
                     e->line[0] = '\0';
@@ -2007,6 +2060,8 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         if (mod.found) {
             text_add(t, " (");
             text_add(t, mod.path);
+            if (module_replaced(&mod))
+                text_add(t, ", replaced on disk since it was loaded: not read");
             text_add(t, ")");
         }
         if (maybe)

@@ -780,6 +780,20 @@ calls=$(awk '/^  this call:/ { getline; print }' "$TMP/same.err")
 [ "$(echo "$calls" | grep -c ' in first_plugin_double_free+')" -eq 1 ] &&
     [ "$(echo "$calls" | grep -c ' in second_plugin_double_free+')" -eq 1 ] ||
     { fail "a rebuilt plugin loaded from the same path should be named anew"; echo "$calls" | sed 's/^/      | /'; }
+# Review finding: a library replaced on disk while loaded (an upgrade: the
+# new file renamed over the old) was symbolized from the new file, whose
+# function was named at the old code's address. Its frames now show the
+# address and say the file was replaced.
+cp "$BUILD/tests/libreport_plugin_a.so" "$TMP/libup.so"
+cp "$BUILD/tests/libreport_plugin_b.so" "$TMP/libup_next.so"
+timeout 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue "$D/report_after_library_swap" \
+    "$TMP/libup.so" "$TMP/libup_next.so" --replaced-while-loaded >"$TMP/up.out" 2>"$TMP/up.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "replaced while loaded: expected exit 0, got $rc"; cat "$TMP/up.out"; show "$TMP/up.err"; }
+calls=$(awk '/^  this call:/ { getline; print }' "$TMP/up.err")
+echo "$calls" | grep -q 'libup.so, replaced on disk since it was loaded: not read)$' &&
+    ! grep -q 'second_plugin' "$TMP/up.err" ||
+    { fail "a plugin replaced on disk should not be named from the new file"; show "$TMP/up.err"; }
 timeout 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off "$D/double_free_many_sites" \
     >"$TMP/sites.out" 2>"$TMP/sites.err"
 rc=$?

@@ -10,11 +10,17 @@
 
 #include "fault.h"
 
-static int run(const char *path)
+static int run(const char *path, const char *replacement)
 {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         printf("dlopen %s: %s\n", path, dlerror());
+        return 2;
+    }
+    /* --replaced-while-loaded: the file is replaced on disk while loaded,
+     * as an upgrade does; its report must not read the new file. */
+    if (replacement && rename(replacement, path) != 0) {
+        printf("rename %s onto %s failed\n", replacement, path);
         return 2;
     }
     void (*fn)(void) = (void (*)(void))dlsym(h, "plugin_double_free");
@@ -32,12 +38,15 @@ static int run(const char *path)
 int main(int argc, char **argv)
 {
     bool same_path = argc == 4 && strcmp(argv[3], "--same-path") == 0;
-    if (argc != 3 && !same_path) {
-        printf("usage: report_after_library_swap FIRST.so SECOND.so [--same-path]\n");
+    bool replaced = argc == 4 && strcmp(argv[3], "--replaced-while-loaded") == 0;
+    if (argc != 3 && !same_path && !replaced) {
+        printf("usage: report_after_library_swap FIRST.so SECOND.so [--same-path|--replaced-while-loaded]\n");
         return 2;
     }
     free(allocate_victim(8)); /* links this program to ebb (the linker drops an unused library) */
-    if (run(argv[1]) != 0)
+    if (replaced)
+        return run(argv[1], argv[2]) != 0 ? 2 : survived();
+    if (run(argv[1], NULL) != 0)
         return 2;
     /* --same-path: the second build replaces the first's file, as a rebuild
      * does, and is loaded from the first's path. */
@@ -45,7 +54,7 @@ int main(int argc, char **argv)
         printf("rename %s onto %s failed\n", argv[2], argv[1]);
         return 2;
     }
-    if (run(same_path ? argv[1] : argv[2]) != 0)
+    if (run(same_path ? argv[1] : argv[2], NULL) != 0)
         return 2;
     return survived();
 }
