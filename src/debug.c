@@ -2323,6 +2323,9 @@ static inline void report_cut_list(void)
  * report has judged every block (what the program does without the
  * allocator goes on; the report says what it cannot see). A call already
  * past the gate finishes (leak.c scans the blocks it allocates as roots).
+ * The report takes no lock that such a waiter may hold outside ebb (it
+ * lists modules without the loader's lock: leak.c, scan_relro), and a
+ * wait ends after GATE_WAIT_MAX_MS whatever happens.
  * No wait in the reporting thread, nor where a lock of ebb's is held (a
  * signal handler that interrupted an allocator call, whose lock the
  * report may need).
@@ -2343,12 +2346,18 @@ void debug_gate_open(void)
     gate_closed_here = false;
 }
 
+/* At most this long: a thread the report itself waits for through a lock
+ * that is none of ebb's (the loader's was one, review finding) must not
+ * hang the exit. Past it the call goes on, as before the gate. */
+#define GATE_WAIT_MAX_MS 2000
+
 static ebb_noinline void gate_wait(void)
 {
     if (gate_closed_here || lock_any_held())
         return;
-    while (atomic_load(&report_gate) != 0)
-        os_futex_wait(&report_gate, 1);
+    uint64_t until = os_now_ms() + GATE_WAIT_MAX_MS;
+    for (uint64_t now = os_now_ms(); atomic_load(&report_gate) != 0 && now < until; now = os_now_ms())
+        os_futex_wait_ms(&report_gate, 1, (long)(until - now));
 }
 
 static inline void gate_pass(void)

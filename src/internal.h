@@ -1086,6 +1086,7 @@ struct timespec;
 void os_realtime_after_ms(struct timespec *ts, uint64_t ms);
 void os_sleep_ms(long ms);
 void os_futex_wait(atomic_int *word, int expected);
+void os_futex_wait_ms(atomic_int *word, int expected, long ms);
 void os_futex_wake_one(atomic_int *word);
 void os_futex_wake_all(atomic_int *word);
 /* Give the CPU to another thread (sched_yield): the back-off of a wait for

@@ -853,10 +853,11 @@ static void scan_root(uintptr_t start, uintptr_t end, bool shared)
  * around its callbacks, and a forked child inherits that lock as it was: held
  * by whichever thread of the parent was listing modules at the fork, a thread
  * the child does not have (tests/debug/leak_fork_beside_module_walk.c: the
- * child's report waited for it for ever). So a child's report walks the
- * loader's list of modules (_r_debug.r_map) itself, without the lock. The
- * child may have started threads of its own that load and unload modules
- * meanwhile, and a module may have been half-linked at the fork: every
+ * child's report waited for it for ever); and in any process, a thread
+ * holding it may wait at the report's gate (scan_relro). So the report walks
+ * the loader's list of modules (_r_debug.r_map) itself, without the lock.
+ * Other threads may load and unload modules meanwhile (a child's may have
+ * been half-linked at the fork): every
  * word of the list, and each module's ELF header and program headers
  * (mapped at its load address: its first PT_LOAD starts at file offset 0
  * and address 0, as in every shared object and PIE; the main program's come
@@ -897,10 +898,10 @@ static bool scan_relro_of(uintptr_t bias, uintptr_t phdr, size_t phnum)
     return true;
 }
 
-/* A forked child's RELRO regions: the program's from the auxiliary vector
+/* The RELRO regions: the program's from the auxiliary vector
  * (a static program has no loader list), the shared objects' from the
  * loader's list. False if a module's headers could not be read. */
-static bool scan_relro_in_child(void)
+static bool scan_relro_by_list(void)
 {
     size_t phnum;
     uintptr_t phdr = os_exe_phdr(&phnum);
@@ -930,13 +931,15 @@ static bool scan_relro_in_child(void)
     return whole;
 }
 
-/* Scan the RELRO regions. False if some were left out. */
+/* Scan the RELRO regions. False if some were left out. Always by the walk
+ * above, which takes no lock: dl_iterate_phdr takes the loader's, and a
+ * thread that holds it (inside a dl_iterate_phdr callback, or in dlclose,
+ * which frees memory under it) and calls the allocator waits at the
+ * report's gate (debug.c) while the report waited for that lock: exit hung
+ * (review finding). */
 static bool scan_relro(void)
 {
-    if (debug_fork_depth > 0)
-        return scan_relro_in_child();
-    dl_iterate_phdr(scan_relro_cb, NULL);
-    return true;
+    return scan_relro_by_list();
 }
 
 /* The dead part of the stack the report runs on, [low, sp): left out of the
@@ -1001,7 +1004,7 @@ static void scan_maps_line(const char *line, size_t len, void *arg)
 }
 
 /* The roots. False if some could not be listed: /proc/self/maps not read to
- * its end, or a module's headers in a forked child (scan_relro_in_child). */
+ * its end, or a module's headers (scan_relro_by_list). */
 static bool scan_roots(dead_stack_t dead)
 {
     bool whole = os_for_each_line("/proc/self/maps", scratch.maps, sizeof scratch.maps,
@@ -1709,7 +1712,7 @@ static ebb_noinline void leak_report_make(dead_stack_t dead, long mode)
     }
     if (!roots_whole)
         text_add(t, "==ebb== INCOMPLETE: not every root could be listed (/proc/self/maps not read "
-                    "whole, or a module's headers unreadable in a forked child); blocks reached "
+                    "whole, or a module's headers unreadable); blocks reached "
                     "only from those left out are counted lost\n");
     leak_report_end(&out);
     os_unmap(mem, bytes);

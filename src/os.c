@@ -1446,6 +1446,15 @@ void os_futex_wait(atomic_int *word, int expected)
     errno = saved;
 }
 
+/* os_futex_wait, for at most ms milliseconds. */
+void os_futex_wait_ms(atomic_int *word, int expected, long ms)
+{
+    int saved = errno;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    syscall(SYS_futex, (int *)word, FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
+    errno = saved;
+}
+
 /* Wake one thread sleeping in os_futex_wait on `word`. */
 void os_futex_wake_one(atomic_int *word)
 {
