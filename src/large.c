@@ -690,11 +690,18 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
         return NULL; /* larger than the address space: no call can help */
     /* Nor can anything help a block bigger than RAM and swap under the
      * kernel's default policy (os.c). For an alignment above a segment the
-     * mapping is mostly padding never touched (one alignment unit before
-     * the block): the block's own pages are tested, not the padding; before,
-     * nothing was, and aligned_alloc(8 MiB, 1 TiB) was served on a machine
-     * of 24 GiB (review finding). */
-    if (!os_overcommit_allows(alignment <= SEGMENT_SIZE ? total : total - offset + ps))
+     * mapping is mostly padding never touched: one alignment unit before
+     * the block, not tested, and in debug mode one more inside it, before
+     * the user bytes (debug.c), not tested either. Before, nothing was, and
+     * aligned_alloc(8 MiB, 1 TiB) was served on a machine of 24 GiB (review
+     * finding). */
+    size_t tested = total;
+    if (alignment > SEGMENT_SIZE) {
+        tested = total - offset;
+        if (debug_enabled)
+            tested = tested > alignment + ps ? tested - alignment : ps;
+    }
+    if (!os_overcommit_allows(tested))
         return NULL;
     segment_t *seg = huge_cache_take(total, offset, alignment, zero);
     if (seg) {
