@@ -106,6 +106,14 @@ rc=$?
 grep -q "^ran$" "$TMP/long.out" && fail "the program should not have run"
 grep -q "EBB_DEBUG_LOG: [0-9]* bytes, longer than the 8191 the library holds for text options" "$TMP/long.err" ||
     fail "expected the reason: $(head -c 300 "$TMP/long.err")"
+# Two that fit alone and not together: refused too.
+half=$(printf 'b%.0s' $(seq 1 5000))
+"$EBBRUN" --stats-file "$TMP/$half" --debug-log "$TMP/$half.log" -- sh -c 'echo ran' >"$TMP/two.out" 2>"$TMP/two.err"
+rc=$?
+[ $rc -eq 2 ] || fail "two text options over 8 KiB together: expected exit 2, got $rc"
+grep -q "^ran$" "$TMP/two.out" && fail "the program should not have run with both"
+grep -q "the text options (file names) take [0-9]* bytes together, more than the 8192 the library holds for them" "$TMP/two.err" ||
+    fail "expected the reason for both: $(head -c 300 "$TMP/two.err")"
 end
 
 begin stats_report_at_exit_is_parsable

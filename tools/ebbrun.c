@@ -122,6 +122,25 @@ static void option_check(const option_desc_t *d, const char *value)
     }
 }
 
+/* The text options together, each with its NUL, as the library keeps them:
+ * alone each may fit, and together not (review finding: two 5,005-byte
+ * paths passed, and the library refused the second at start). The ones set
+ * in the environment already count too. */
+static void text_options_fit(void)
+{
+    size_t total = 0;
+    for (int i = 0; i < OPT_COUNT; i++) {
+        const char *v = option_table[i].is_text ? getenv(option_table[i].name) : NULL;
+        if (v != NULL && *v != '\0')
+            total += strlen(v) + 1;
+    }
+    if (total > OPTION_TEXT_SPACE) {
+        fprintf(stderr, "%s: the text options (file names) take %zu bytes together, more than the "
+                "%d the library holds for them\n", prog, total, OPTION_TEXT_SPACE);
+        exit(2);
+    }
+}
+
 static void option_set(const char *name, const char *value)
 {
     const option_desc_t *d = option_find(name, strlen(name));
@@ -252,6 +271,7 @@ int main(int argc, char **argv)
     if (!preload_can_carry(library))
         die("%s: LD_PRELOAD cannot carry a path with a space or a colon; give --library a path "
             "without them (a symbolic link to the library will do)%s", library, "");
+    text_options_fit();
     const char *old = getenv("LD_PRELOAD");
     size_t need = strlen(library) + (old ? strlen(old) + 1 : 0) + 1;
     char *preload = malloc(need);
