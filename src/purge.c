@@ -565,9 +565,18 @@ void purge_wake(void)
          * found nothing and be about to wait; a wake-up that skipped it
          * would leave it asleep with purge_work = 1, and every later wake
          * would see the 1 and not signal either. */
+        /* With signals blocked: a handler that interrupted this section
+         * and freed a huge block came back here, to a mutex its own thread
+         * held, for ever (review finding: the scavenger, waiting for the
+         * same mutex, hung with it). The wake is rare: once per stretch of
+         * work after the scavenger went idle. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         pthread_mutex_lock(&wake_mutex);
         pthread_cond_signal(&wake_cond);
         pthread_mutex_unlock(&wake_mutex);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     } else if (state == THREAD_NONE && !solo) {
         purge_want_thread();
     }
@@ -639,9 +648,13 @@ static uint64_t scavenger_sleep(long delay_ms, uint64_t next_sample, long interv
  *      the exit ends this thread with the process.
  *   3. If this thread's own step takes it to 0, the program's threads all
  *      finished between step 1 and step 2, each seeing this thread still
- *      counted: none called exit. This thread calls exit(0) in their stead
- *      (atexit handlers and destructors then run on it, with every signal
- *      blocked).
+ *      counted: none called exit. This thread calls exit(0) in their stead:
+ *      atexit handlers and destructors then run on it, as on the program's
+ *      last thread, so it has a stack of the size the program's threads
+ *      get (it had 64 KiB, less the static TLS: a handler with 128 KiB of
+ *      locals crashed, and a big static TLS left no room to start it; review
+ *      finding), and it takes back the signal mask of the thread that
+ *      started it before calling exit (all were blocked).
  *   4. The thread never returns (glibc would take it off the count again).
  * Without the count (a stripped static executable, or another C library),
  * the thread stays counted: a process whose last thread of its own ends by
@@ -654,19 +667,25 @@ void purge_inject_leave_count_delay(long ms)
     atomic_store(&leave_delay_ms, ms);
 }
 
+/* The signal mask of the thread that started the scavenger (step 3). */
+static sigset_t starter_mask;
+
 static void leave_thread_count(_Atomic(unsigned) *count)
 {
     long delay = atomic_load_explicit(&leave_delay_ms, memory_order_relaxed);
     if (ebb_unlikely(delay > 0))
         os_sleep_ms(delay);
-    if (count != NULL && atomic_fetch_sub(count, 1) == 1)
+    if (count != NULL && atomic_fetch_sub(count, 1) == 1) {
+        pthread_sigmask(SIG_SETMASK, &starter_mask, NULL);
         exit(0);
+    }
 }
 
 static void *scavenger_main(void *arg)
 {
-    leave_thread_count(arg); /* step 2 of "Not one of the program's threads" */
+    /* Known first: a leak report at an exit of step 3 skips this thread. */
     atomic_store_explicit(&scavenger_tid, os_gettid(), memory_order_relaxed);
+    leave_thread_count(arg); /* step 2 of "Not one of the program's threads" */
     /* Work recorded while no thread existed that woke none: a new page of a
      * class above 1 KiB nudges only a scavenger that exists (purge_nudge).
      * A thread started with nothing else pending (by the program's first
@@ -722,10 +741,13 @@ static void purge_start_thread(void)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits this mask */
+    starter_mask = old;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
+    /* The stack size the program's threads get by default (step 3 of "Not
+     * one of the program's threads"): address space, resident only where
+     * used. */
     pthread_t tid;
     bool traced = debug_untraced_begin(); /* its allocations are ebb's */
     bool room = os_thread_room(SCAVENGER_ROOM_THREADS);
