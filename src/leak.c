@@ -1146,7 +1146,7 @@ static void mark_all(void)
  * What it cannot see is a pointer moved from one listed block not yet
  * scanned into another already scanned (the report does not stop the
  * program's threads): counted lost. */
-static size_t unlisted_found;
+static size_t unlisted_found ebb_cold_bss;
 
 /* Whether the block at h is live and not listed; its user bytes then. */
 static bool unlisted_live(debug_header_t *h, uintptr_t map_end, uintptr_t *start, uintptr_t *end)

@@ -668,7 +668,7 @@ void purge_inject_leave_count_delay(long ms)
 }
 
 /* The signal mask of the thread that started the scavenger (step 3). */
-static sigset_t starter_mask;
+static sigset_t starter_mask ebb_cold_bss;
 
 static void leave_thread_count(_Atomic(unsigned) *count)
 {

@@ -38,7 +38,7 @@ int main(void)
         printf("no huge block (%zu bytes)\n", bytes);
         return 2;
     }
-    printf("block of %zu GiB\n", bytes >> 30);
+    printf("block_bytes=%zu\n", bytes);
     huge_block[0] = allocate_reached_via_huge(100);
     huge_block[(bytes / 2) / sizeof(char *)] = allocate_reached_via_huge(200);
     char *lost = allocate_victim(300);
