@@ -1461,6 +1461,9 @@ void segment_abandoned_collect(uint64_t now_ms, uint64_t trim_quiet_ms, bool for
 void segment_abandoned_touch(void);
 bool segment_abandoned_pending(void);
 bool segment_cache_pending(void);
+/* purge.c: whether work due at due_ms is more than two purge delays away;
+ * if so it is noted as the scavenger's next deadline, not as pending. */
+bool purge_due_later(uint64_t due_ms, uint64_t now_ms);
 /* Unmap the segment cache, its overflow and the last region's unused rest
  * (out-of-memory retry: purge_release_caches); true if there was any. */
 bool segment_cache_release(void);

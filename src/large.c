@@ -805,14 +805,33 @@ void huge_counts(huge_counts_t *out)
     lock_release(&huge_lock);
 }
 
+/* Under huge_lock: is there work for a pass within two purge delays? A
+ * spare or a mapping not yet purged is (one purge delay); a purged mapping
+ * waiting for its unmap delay is, once that is near (purge_due_later). */
+static bool huge_cache_soon_locked(uint64_t now_ms)
+{
+    if (huge_spare_count > 0)
+        return true;
+    uint64_t unmap_delay = (uint64_t)option_get(OPT_UNMAP_DELAY);
+    bool soon = false;
+    for (size_t i = 0; i < huge_count; i++) {
+        const segment_t *seg = huge_cache[i];
+        soon |= !seg->huge_purged || !purge_due_later(seg->huge_freed_at_ms + unmap_delay, now_ms);
+    }
+    return soon;
+}
+
 bool huge_cache_pending(void)
 {
+    uint64_t now = os_now_ms();
     lock_acquire(&huge_lock);
-    bool pending = huge_count > 0 || huge_spare_count > 0;
+    bool pending = huge_cache_soon_locked(now);
     lock_release(&huge_lock);
     return pending;
 }
 
+/* Spares and mappings past their delays go; true if work is left within
+ * two purge delays (huge_cache_soon_locked). */
 bool huge_cache_decay(uint64_t now_ms, bool force)
 {
     long purge_delay = option_get(OPT_PURGE_DELAY);
@@ -841,7 +860,7 @@ bool huge_cache_decay(uint64_t now_ms, bool force)
         }
         i++;
     }
-    bool pending = huge_count > 0 || huge_spare_count > 0;
+    bool pending = huge_cache_soon_locked(now_ms);
     lock_release(&huge_lock);
     drops_unmap(&drops);
     return pending;

@@ -853,11 +853,10 @@ static void scan_root(uintptr_t start, uintptr_t end, bool shared)
  * around its callbacks, and a forked child inherits that lock as it was: held
  * by whichever thread of the parent was listing modules at the fork, a thread
  * the child does not have (tests/debug/leak_fork_beside_module_walk.c: the
- * child's report waited for it for ever); and in any process, a thread
- * holding it may wait at the report's gate (scan_relro). So the report walks
- * the loader's list of modules (_r_debug.r_map) itself, without the lock.
- * Other threads may load and unload modules meanwhile (a child's may have
- * been half-linked at the fork): every
+ * child's report waited for it for ever). So a child's report walks the
+ * loader's list of modules (_r_debug.r_map) itself, without the lock. The
+ * child may have started threads of its own that load and unload modules
+ * meanwhile, and a module may have been half-linked at the fork: every
  * word of the list, and each module's ELF header and program headers
  * (mapped at its load address: its first PT_LOAD starts at file offset 0
  * and address 0, as in every shared object and PIE; the main program's come
@@ -898,7 +897,7 @@ static bool scan_relro_of(uintptr_t bias, uintptr_t phdr, size_t phnum)
     return true;
 }
 
-/* The RELRO regions: the program's from the auxiliary vector
+/* A forked child's RELRO regions: the program's from the auxiliary vector
  * (a static program has no loader list), the shared objects' from the
  * loader's list. False if a module's headers could not be read. */
 static bool scan_relro_by_list(void)
@@ -931,15 +930,58 @@ static bool scan_relro_by_list(void)
     return whole;
 }
 
-/* Scan the RELRO regions. False if some were left out. Always by the walk
- * above, which takes no lock: dl_iterate_phdr takes the loader's, and a
- * thread that holds it (inside a dl_iterate_phdr callback, or in dlclose,
- * which frees memory under it) and calls the allocator waits at the
- * report's gate (debug.c) while the report waited for that lock: exit hung
- * (review finding). */
+/* The RELRO regions, listed by dl_iterate_phdr before the report closes its
+ * gate (debug.c), and scanned after: a thread inside a dl_iterate_phdr
+ * callback (or in dlclose, which frees memory under the loader's lock) that
+ * calls the allocator waits at the gate holding that lock, and the report's
+ * own dl_iterate_phdr then waited for it: exit hung (review finding). The
+ * walk above, which takes no lock, misses what it cannot read (a module with
+ * more than 64 program headers, one whose first segment is not at its load
+ * address, a static-pie program's own: review of the first fix, which used
+ * it everywhere); it stays a forked child's. */
+#define RELRO_MAX 1024
+static struct {
+    uintptr_t range[RELRO_MAX][2];
+    size_t count;
+    bool cut; /* more than RELRO_MAX */
+} relro ebb_cold_bss;
+
+static int relro_list_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size, (void)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_GNU_RELRO)
+            continue;
+        if (relro.count == RELRO_MAX) {
+            relro.cut = true;
+            continue;
+        }
+        uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+        relro.range[relro.count][0] = start & ~(uintptr_t)7;
+        relro.range[relro.count][1] = start + ph->p_memsz;
+        relro.count++;
+    }
+    return 0;
+}
+
+/* Before the gate closes (leak_report_make). */
+static void relro_list(void)
+{
+    relro.count = 0;
+    relro.cut = false;
+    if (debug_fork_depth == 0)
+        dl_iterate_phdr(relro_list_cb, NULL);
+}
+
+/* Scan the RELRO regions. False if some were left out. */
 static bool scan_relro(void)
 {
-    return scan_relro_by_list();
+    if (debug_fork_depth > 0)
+        return scan_relro_by_list();
+    for (size_t i = 0; i < relro.count; i++)
+        scan_root(relro.range[i][0], relro.range[i][1], false);
+    return !relro.cut;
 }
 
 /* The dead part of the stack the report runs on, [low, sp): left out of the
@@ -1004,7 +1046,8 @@ static void scan_maps_line(const char *line, size_t len, void *arg)
 }
 
 /* The roots. False if some could not be listed: /proc/self/maps not read to
- * its end, or a module's headers (scan_relro_by_list). */
+ * its end, a module's headers in a forked child (scan_relro_by_list), or
+ * more RELRO regions than listed (scan_relro). */
 static bool scan_roots(dead_stack_t dead)
 {
     bool whole = os_for_each_line("/proc/self/maps", scratch.maps, sizeof scratch.maps,
@@ -1516,6 +1559,7 @@ static ebb_noinline void leak_report_make(dead_stack_t dead, long mode)
         leak_report_skipped_for_lock();
         return;
     }
+    relro_list(); /* before the gate: it takes the loader's lock */
     debug_quarantine_hold(true);
     debug_gate_close(); /* other threads' allocator calls wait (debug.c) */
     /* Counted, then listed: blocks other threads allocate between the two
@@ -1712,7 +1756,8 @@ static ebb_noinline void leak_report_make(dead_stack_t dead, long mode)
     }
     if (!roots_whole)
         text_add(t, "==ebb== INCOMPLETE: not every root could be listed (/proc/self/maps not read "
-                    "whole, or a module's headers unreadable); blocks reached "
+                    "whole, a module's headers unreadable in a forked child, or more than 1024 "
+                    "RELRO regions); blocks reached "
                     "only from those left out are counted lost\n");
     leak_report_end(&out);
     os_unmap(mem, bytes);

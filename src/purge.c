@@ -21,7 +21,9 @@
  * purge delay apart; so a slice is purged between one and two delays after it
  * was freed. With no pending work the scavenger sleeps on a condition variable
  * with no timeout: an idle process gets no wake-ups (unless EBB_STATS_INTERVAL
- * asks for periodic samples, which the scavenger prints).
+ * asks for periodic samples, which the scavenger prints). Work that waits only
+ * for a deadline further than two delays (an unmap delay) is not pending: the
+ * scavenger sleeps until that deadline (purge_due_later).
  *
  * The purge-list protocol. A free must never be left unpurged because a pass
  * was running when it happened (the race of seeds/002_055b8aef5e6a65c3.txt).
@@ -495,6 +497,27 @@ uint64_t purge_abandoned_trim_wait_ms(void)
     return heap_sparse_idle_ms(heap_idle_ms(purge_delay_ms()));
 }
 
+/* Work that waits only for a deadline more than two purge delays away (a
+ * cached mapping or segment, or the last region's rest, waiting out the
+ * unmap delay) is not "pending": its source notes the deadline here
+ * (purge_due_later), and the scavenger sleeps until the earliest instead of
+ * passing once a delay until then (review finding: 20 wake-ups a second for
+ * an hour with EBB_UNMAP_DELAY=3600000, and 20 in the second after every
+ * idle at the default). Reset by each pass, which notes them again. */
+static _Atomic(uint64_t) far_due_ms = UINT64_MAX;
+
+bool purge_due_later(uint64_t due_ms, uint64_t now_ms)
+{
+    long delay = purge_delay_ms();
+    uint64_t soon = now_ms + 2 * (uint64_t)(delay > 0 ? delay : 1);
+    if (due_ms <= soon)
+        return false;
+    uint64_t seen = atomic_load(&far_due_ms);
+    while (due_ms < seen && !atomic_compare_exchange_weak(&far_due_ms, &seen, due_ms)) {
+    }
+    return true;
+}
+
 /* One pass; the caller holds pass_lock. True if work remains for later.
  * `force`: everything that can go back goes now; debug mode's quarantine and
  * reuse cache too if `force_debug`. */
@@ -504,6 +527,7 @@ static bool purge_pass_locked(bool force, bool force_debug)
     uint64_t now = os_now_ms();
     long delay = purge_delay_ms();
     bool pending = false;
+    atomic_store(&far_due_ms, UINT64_MAX); /* noted again below */
     /* Debug mode's quarantine and reuse cache first: their blocks go back
      * to their pages. */
     if (debug_enabled) {
@@ -667,6 +691,9 @@ void purge_inject_leave_count_delay(long ms)
     atomic_store(&leave_delay_ms, ms);
 }
 
+#define SCAVENGER_STACK_MIN ((size_t)256 << 10)
+#define SCAVENGER_STACK_MAX ((size_t)8 << 20)
+
 /* The signal mask of the thread that started the scavenger (step 3). */
 static sigset_t starter_mask ebb_cold_bss;
 
@@ -700,12 +727,16 @@ static void *scavenger_main(void *arg)
     long interval = option_get(OPT_STATS_INTERVAL);
     uint64_t next_sample = interval > 0 ? os_now_ms() + (uint64_t)interval : UINT64_MAX;
     for (;;) {
+        uint64_t due = atomic_load(&far_due_ms);
         pthread_mutex_lock(&wake_mutex);
-        scavenger_wait(next_sample);
+        scavenger_wait(due < next_sample ? due : next_sample);
         pthread_mutex_unlock(&wake_mutex);
         next_sample = sample_if_due(next_sample, interval);
-        if (!atomic_load(&purge_work))
-            continue; /* woke only for a sample */
+        if (!atomic_load(&purge_work)) {
+            if (os_now_ms() < atomic_load(&far_due_ms))
+                continue; /* woke only for a sample */
+            atomic_store(&purge_work, 1); /* a far deadline came: pass */
+        }
         atomic_fetch_add_explicit(&wakeup_count, 1, memory_order_relaxed);
 
         /* Work is pending: pass, one delay apart, until none is left. */
@@ -746,8 +777,19 @@ static void purge_start_thread(void)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     /* The stack size the program's threads get by default (step 3 of "Not
-     * one of the program's threads"): address space, resident only where
-     * used. */
+     * one of the program's threads"), within [256 KiB, 8 MiB]: address
+     * space, resident only where used; not less (`ulimit -s 16` gave it 16
+     * KiB), nor more (under a tight RLIMIT_AS, or no overcommit, all of it
+     * is charged; review finding). */
+    size_t stack = 0;
+    pthread_attr_t defaults;
+    if (pthread_getattr_default_np(&defaults) == 0) {
+        pthread_attr_getstacksize(&defaults, &stack);
+        pthread_attr_destroy(&defaults);
+    }
+    stack = stack < SCAVENGER_STACK_MIN ? SCAVENGER_STACK_MIN
+            : stack > SCAVENGER_STACK_MAX ? SCAVENGER_STACK_MAX : stack;
+    pthread_attr_setstacksize(&attr, stack);
     pthread_t tid;
     bool traced = debug_untraced_begin(); /* its allocations are ebb's */
     bool room = os_thread_room(SCAVENGER_ROOM_THREADS);
@@ -818,9 +860,14 @@ void purge_poll(bool may_start)
         return;
     if (state == THREAD_STARTING)
         return;
-    /* No thread (disabled or failed): a pass inline, at most one per delay. */
-    if (!atomic_load_explicit(&purge_work, memory_order_relaxed))
-        return;
+    /* No thread (disabled or failed): a pass inline, at most one per delay;
+     * also once a far deadline came (purge_due_later), which sets no
+     * purge_work. */
+    if (!atomic_load_explicit(&purge_work, memory_order_relaxed)) {
+        uint64_t due = atomic_load_explicit(&far_due_ms, memory_order_relaxed);
+        if (ebb_likely(due == UINT64_MAX) || os_now_ms() < due)
+            return;
+    }
     uint64_t now = os_now_ms();
     if (now < atomic_load_explicit(&next_inline_pass_ms, memory_order_relaxed))
         return;

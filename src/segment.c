@@ -208,8 +208,17 @@ static segment_t *segment_from_region(void)
     return seg;
 }
 
+/* Under region_lock: will region_decay unmap the last region's rest within
+ * two purge delays (a later deadline is noted: purge_due_later)? */
+static bool region_soon_locked(uint64_t now_ms)
+{
+    return region_next != region_end &&
+           !purge_due_later(region_used_ms + (uint64_t)option_get(OPT_UNMAP_DELAY), now_ms);
+}
+
 /* Unmap the spare if `force`, or if no segment was taken for the unmap delay.
- * True if a spare remains. */
+ * True if a spare remains that is due within two purge delays (a later
+ * deadline is noted: purge_due_later). */
 static bool region_decay(uint64_t now_ms, bool force)
 {
     uint64_t delay = (uint64_t)option_get(OPT_UNMAP_DELAY);
@@ -227,7 +236,7 @@ static bool region_decay(uint64_t now_ms, bool force)
         blank = region_blank;
         region_blank = NULL;
     }
-    bool pending = region_next != region_end;
+    bool pending = region_soon_locked(now_ms);
     lock_release(&region_lock);
     if (start)
         os_unmap(start, size);
@@ -245,11 +254,11 @@ size_t segment_spare_bytes(void)
     return n;
 }
 
-/* Does the last region have a rest that region_decay unmaps later? */
-static bool region_spare_pending(void)
+/* Does the last region have a rest that region_decay unmaps soon? */
+static bool region_spare_pending(uint64_t now_ms)
 {
     lock_acquire(&region_lock);
-    bool pending = region_next != region_end;
+    bool pending = region_soon_locked(now_ms);
     lock_release(&region_lock);
     return pending;
 }
@@ -341,6 +350,19 @@ static bool cache_pending_locked(void)
            (cache_count == 1 && option_get(OPT_PURGE_DELAY) >= 0);
 }
 
+/* Under cache_lock: that work, within two purge delays? The overflow list
+ * is (one purge delay); the oldest cached segment, to unmap or to blank
+ * after the unmap delay, once that is near (purge_due_later). */
+static bool cache_soon_locked(uint64_t now_ms)
+{
+    if (!cache_pending_locked())
+        return false;
+    if (overflow_first != NULL)
+        return true;
+    uint64_t unmap_delay = (uint64_t)option_get(OPT_UNMAP_DELAY);
+    return !purge_due_later(cache[0]->cached_at_ms + unmap_delay, now_ms);
+}
+
 /* Under cache_lock, after the cache or the overflow list changed. */
 static void cache_entries_update(void)
 {
@@ -391,12 +413,15 @@ static void segment_release(segment_t *seg, uint64_t exited_ms)
 
 bool segment_cache_pending(void)
 {
+    uint64_t now = os_now_ms();
     lock_acquire(&cache_lock);
-    bool pending = cache_pending_locked();
+    bool pending = cache_soon_locked(now);
     lock_release(&cache_lock);
-    return pending || region_spare_pending();
+    return pending || region_spare_pending(now);
 }
 
+/* Segments past their delays are unmapped (or the standby blanked); true if
+ * work is left within two purge delays (cache_soon_locked). */
 bool segment_cache_decay(uint64_t now_ms, bool force)
 {
     uint64_t delay = (uint64_t)option_get(OPT_UNMAP_DELAY);
@@ -438,7 +463,7 @@ bool segment_cache_decay(uint64_t now_ms, bool force)
         overflow_first->prev = NULL;
     else
         overflow_last = NULL;
-    bool pending = cache_pending_locked();
+    bool pending = cache_soon_locked(now_ms);
     cache_entries_update();
     lock_release(&cache_lock);
     for (size_t i = 0; i < n; i++)

@@ -1755,16 +1755,20 @@ static struct {
  * finding: a block allocated in alloc_in_lib was reported as allocated in
  * unrelated_padding_function, at the new source's line). Such a module is
  * not read: its frames show addresses only, and say why. Remembered by
- * bias for a second (a report prints many traces over a few modules, and
- * each look reads all of /proc/self/maps: one a trace made a leak report of
- * 2,000 groups 5 times slower; review finding). */
-#define REPLACED_MEMO 16
-#define REPLACED_MEMO_MS 1000
+ * bias and by module_hash (the path and the identity of the file there now):
+ * a report prints many traces over a few modules, and each look reads all of
+ * /proc/self/maps (one a trace made a leak report of 2,000 groups 5 times
+ * slower; review finding); a file replaced since, or another module loaded
+ * there, is another key (a memo kept for a second, by path alone, answered
+ * wrong within it both ways: review finding); and it is emptied once a
+ * module was unloaded (unloads_seen moved: the new file, renamed in before
+ * the first report, may since be loaded where the old one was). */
+#define REPLACED_MEMO 64
 static struct {
     size_t count;
-    uint64_t since_ms; /* when the first entry was made */
+    unsigned long long unloads; /* unloads_seen when the entries were made */
     uintptr_t bias[REPLACED_MEMO];
-    uint64_t path_hash[REPLACED_MEMO]; /* with the bias: another module loaded there is another entry */
+    uint64_t file_hash[REPLACED_MEMO];
     bool replaced[REPLACED_MEMO];
 } replaced_memo ebb_cold_bss;
 
@@ -1786,29 +1790,27 @@ static void replaced_find_line(const char *line, size_t len, void *arg)
     f->deleted = ml.path_len > n && memcmp(ml.path + ml.path_len - n, suffix, n) == 0;
 }
 
-static bool module_replaced(const module_t *m)
+/* file_hash: module_hash(m). Under the report lock, as all of this. */
+static bool module_replaced(const module_t *m, uint64_t file_hash)
 {
     if (!m->found)
         return false;
-    uint64_t now = os_now_ms();
-    if (replaced_memo.count > 0 && now - replaced_memo.since_ms > REPLACED_MEMO_MS)
+    unsigned long long unloads = atomic_load_explicit(&unloads_seen, memory_order_acquire);
+    if (replaced_memo.unloads != unloads) {
         replaced_memo.count = 0;
-    if (replaced_memo.count == 0)
-        replaced_memo.since_ms = now;
-    uint64_t path_hash = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (const char *c = m->path; *c; c++)
-        path_hash = (path_hash ^ (uint8_t)*c) * 0x100000001b3ull;
+        replaced_memo.unloads = unloads;
+    }
     for (size_t i = 0; i < replaced_memo.count; i++)
-        if (replaced_memo.bias[i] == m->bias && replaced_memo.path_hash[i] == path_hash)
+        if (replaced_memo.bias[i] == m->bias && replaced_memo.file_hash[i] == file_hash)
             return replaced_memo.replaced[i];
     static char buf[8192] ebb_cold_bss;
     replaced_find_t f = {.pc = m->pc};
     os_for_each_line("/proc/self/maps", buf, sizeof buf, replaced_find_line, &f);
-    if (replaced_memo.count < REPLACED_MEMO) {
-        replaced_memo.bias[replaced_memo.count] = m->bias;
-        replaced_memo.path_hash[replaced_memo.count] = path_hash;
-        replaced_memo.replaced[replaced_memo.count++] = f.deleted;
-    }
+    if (replaced_memo.count == REPLACED_MEMO)
+        replaced_memo.count = 0; /* full: start over */
+    replaced_memo.bias[replaced_memo.count] = m->bias;
+    replaced_memo.file_hash[replaced_memo.count] = file_hash;
+    replaced_memo.replaced[replaced_memo.count++] = f.deleted;
     return f.deleted;
 }
 
@@ -1827,6 +1829,18 @@ static uint64_t module_hash_memo(const module_t *m)
         module_memo.valid = true;
     }
     return module_memo.hash;
+}
+
+/* The symbol cache's key for a module: module_hash, told apart when the
+ * module's file was replaced, so that names left out then are looked up
+ * again once the module at that address and path is a sound one (review
+ * finding: the new build loaded after the old one's dlclose printed no
+ * names). */
+static uint64_t sym_module_key(const module_t *m, bool *replaced)
+{
+    uint64_t h = module_hash_memo(m);
+    *replaced = module_replaced(m, h);
+    return *replaced ? h ^ 0x9E3779B97F4A7C15ull : h;
 }
 
 static sym_t *sym_find(const module_t *m, uint64_t hash)
@@ -1944,7 +1958,8 @@ static void sym_resolve(const uintptr_t *pcs, int n)
             memset(&mods[m], 0, sizeof mods[m]);
             mods[m].pc = pcs[i] - 1; /* a return address: the call is just before */
             module_find(&mods[m]);
-            hashes[m] = module_hash_memo(&mods[m]);
+            bool replaced_now;
+            hashes[m] = sym_module_key(&mods[m], &replaced_now);
             sym_t *cached = sym_find(&mods[m], hashes[m]);
             bool seen = cached != NULL;
             if (cached)
@@ -1968,7 +1983,9 @@ static void sym_resolve(const uintptr_t *pcs, int n)
                     done[b] = true;
                 }
             }
-            bool readable = mods[a].found && !module_replaced(&mods[a]);
+            bool replaced_now;
+            (void)sym_module_key(&mods[a], &replaced_now);
+            bool readable = mods[a].found && !replaced_now;
             if (readable)
                 file_lines(mods[a].path, batch, k, got, got_fn, got_fn_cut);
             for (int j = 0; j < k; j++) {
@@ -2047,7 +2064,9 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         memset(&mod, 0, sizeof mod);
         mod.pc = pcs[i] - 1;
         module_find(&mod);
-        const sym_t *e = sym_find(&mod, module_hash_memo(&mod));
+        bool replaced = false;
+        uint64_t key = sym_module_key(&mod, &replaced);
+        const sym_t *e = sym_find(&mod, key);
         bool maybe = unloaded_since && mod.found && !startup_module(mod.bias);
         text_add(t, indent);
         text_add(t, "#");
@@ -2073,7 +2092,7 @@ void trace_print(text_t *t, uint32_t id, const char *indent)
         if (mod.found) {
             text_add(t, " (");
             text_add(t, mod.path);
-            if (module_replaced(&mod))
+            if (replaced)
                 text_add(t, ", replaced on disk since it was loaded: not read");
             text_add(t, ")");
         }

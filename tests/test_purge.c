@@ -5808,15 +5808,19 @@ static void loop_of_4_mib_huge_blocks_maps_o1(void)
 }
 
 /* Let every pending job end (the segment cache unmapped after the unmap
- * delay): wait until the pass count stays still for 3 purge delays. Seconds
- * it took, or -1 if the passes still went on past the unmap delay + 2 s. */
+ * delay): wait until the unmap delay is over and the pass count stays
+ * still for 3 purge delays (the scavenger sleeps until a far deadline
+ * without passing: purge.c, purge_due_later). Seconds it took, or -1 if
+ * the passes still went on past the unmap delay + 2 s. */
 static double wait_until_scavenger_quiet(void)
 {
     double limit = (double)(opt_unmap_delay_ms() + 3 * opt_purge_delay_ms()) / 1000.0 + 2.0;
     double t0 = check_now();
+    double at_least = (double)(opt_unmap_delay_ms() + 3 * opt_purge_delay_ms()) / 1000.0;
     unsigned long last = purge_pass_count();
     double still_since = check_now();
-    while (check_now() - still_since < 3.0 * (double)opt_purge_delay_ms() / 1000.0 + 0.05) {
+    while (check_now() - t0 < at_least ||
+           check_now() - still_since < 3.0 * (double)opt_purge_delay_ms() / 1000.0 + 0.05) {
         if (check_now() - t0 >= limit)
             return -1;
         sleep_ms(10);
@@ -5892,6 +5896,43 @@ static void child_idle_process_gets_no_wakeups(void)
 static void idle_process_gets_no_wakeups_and_thread_starts_lazily(void)
 {
     expect_child_passes_at_delay_50("child_idle_process_gets_no_wakeups", 60);
+}
+
+/* Review finding: a cached huge mapping, once purged, waits only for its
+ * unmap delay, and the scavenger passed once a purge delay until then: 20
+ * passes a second for an hour with EBB_UNMAP_DELAY=3600000. It sleeps until
+ * the deadline now. With a 3 s unmap delay: at most 2 passes in the 1.5 s
+ * after the purge (about 30 before), and the mapping still unmapped by the
+ * deadline + 1 s. */
+static void child_a_far_unmap_deadline_lets_the_scavenger_sleep(void)
+{
+    scavenger_start();
+    char *p = malloc(6 * MiB);
+    REQUIRE(p != NULL, "malloc(6 MiB) failed");
+    touch(p, 6 * MiB, 1);
+    double freed_at = check_now();
+    free(p);
+    sleep_ms(500); /* purged after 50 ms; the passes for it are over */
+    unsigned long p0 = purge_pass_count();
+    sleep_ms(1500);
+    unsigned long p1 = purge_pass_count();
+    printf("    info: passes during 1.5 s of waiting for the unmap delay: %lu\n", p1 - p0);
+    CHECK(p1 - p0 <= 2, "the scavenger should sleep until the unmap deadline: %lu passes in 1.5 s",
+          p1 - p0);
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    do {
+        sleep_ms(POLL_MS);
+        ebb_stats_get(&st);
+    } while (st.huge_cached != 0 && check_now() - freed_at < 4.0);
+    CHECK(st.huge_cached == 0, "the cached mapping should be unmapped after its 3 s delay; %llu "
+          "still cached %.1f s after the free", (unsigned long long)st.huge_cached,
+          check_now() - freed_at);
+}
+
+static void a_far_unmap_deadline_lets_the_scavenger_sleep(void)
+{
+    static const char *const env[] = {"EBB_PURGE_DELAY=50", "EBB_UNMAP_DELAY=3000", NULL};
+    expect_child_passes("child_a_far_unmap_deadline_lets_the_scavenger_sleep", env, 30);
 }
 
 /* ---------------------------------------------------------------------------
@@ -8179,6 +8220,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_frees_racing_purge_passes_are_purged_not_unmapped),
     CHILD_CASE(child_fork_amid_racing_passes_purged_not_unmapped),
     CHILD_CASE(child_idle_process_gets_no_wakeups),
+    CHILD_CASE(child_a_far_unmap_deadline_lets_the_scavenger_sleep),
     CHILD_CASE(child_solo_process_keeps_a_bounded_few_frees_for_its_own_passes),
     CHILD_CASE(child_solo_process_runs_no_pass_for_its_own_heap_marks),
     CHILD_CASE(child_process_with_a_thread_is_not_solo),
@@ -8239,6 +8281,7 @@ int main(int argc, char **argv)
     RUN_CASE(loop_of_1_mib_blocks_maps_o1);
     RUN_CASE(loop_of_4_mib_huge_blocks_maps_o1);
     RUN_CASE(idle_process_gets_no_wakeups_and_thread_starts_lazily);
+    RUN_CASE(a_far_unmap_deadline_lets_the_scavenger_sleep);
     RUN_CASE(forked_child_starts_its_scavenger_lazily);
     RUN_CASE(solo_process_keeps_a_bounded_few_frees_for_its_own_passes);
     RUN_CASE(solo_process_runs_no_pass_for_its_own_heap_marks);
