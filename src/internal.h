@@ -1080,10 +1080,12 @@ static inline uint64_t ms_since(uint64_t now, uint64_t then)
     return now > then ? now - then : 0;
 }
 uint64_t os_now_us(void);
-/* Into *ts: the CLOCK_REALTIME time `ms` from now, a deadline for
- * pthread_cond_timedwait (whose default clock that is). */
+/* Into *ts: the CLOCK_MONOTONIC time `ms` from now, a deadline for
+ * pthread_cond_clockwait on that clock (a wall clock set back while the
+ * scavenger waited for an unmap deadline delayed the unmap as long: review
+ * finding). */
 struct timespec;
-void os_realtime_after_ms(struct timespec *ts, uint64_t ms);
+void os_monotonic_after_ms(struct timespec *ts, uint64_t ms);
 void os_sleep_ms(long ms);
 void os_futex_wait(atomic_int *word, int expected);
 void os_futex_wait_ms(atomic_int *word, int expected, long ms);
@@ -1659,6 +1661,8 @@ void *huge_realloc(segment_t *seg, void *p, size_t size);
  * remain that a later pass must handle. */
 bool huge_cache_decay(uint64_t now_ms, bool force);
 bool huge_cache_pending(void);
+/* Anything in the huge cache at all, due soon or not. */
+bool huge_cache_any(void);
 /* Unmap every cached mapping and spare (out-of-memory retry:
  * purge_release_caches); true if there was one. */
 bool huge_cache_release(void);

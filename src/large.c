@@ -821,6 +821,14 @@ static bool huge_cache_soon_locked(uint64_t now_ms)
     return soon;
 }
 
+bool huge_cache_any(void)
+{
+    lock_acquire(&huge_lock);
+    bool any = huge_count > 0 || huge_spare_count > 0;
+    lock_release(&huge_lock);
+    return any;
+}
+
 bool huge_cache_pending(void)
 {
     uint64_t now = os_now_ms();

@@ -1417,9 +1417,9 @@ uint64_t os_now_ms(void)
     return os_now_us() / 1000u;
 }
 
-void os_realtime_after_ms(struct timespec *ts, uint64_t ms)
+void os_monotonic_after_ms(struct timespec *ts, uint64_t ms)
 {
-    clock_gettime(CLOCK_REALTIME, ts);
+    clock_gettime(CLOCK_MONOTONIC, ts);
     ts->tv_sec += (time_t)(ms / 1000);
     ts->tv_nsec += (long)(ms % 1000) * 1000000L;
     if (ts->tv_nsec >= 1000000000L) {

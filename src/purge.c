@@ -506,15 +506,20 @@ uint64_t purge_abandoned_trim_wait_ms(void)
  * idle at the default). Reset by each pass, which notes them again. */
 static _Atomic(uint64_t) far_due_ms = UINT64_MAX;
 
+static void far_due_lower(uint64_t due_ms)
+{
+    uint64_t seen = atomic_load(&far_due_ms);
+    while (due_ms < seen && !atomic_compare_exchange_weak(&far_due_ms, &seen, due_ms)) {
+    }
+}
+
 bool purge_due_later(uint64_t due_ms, uint64_t now_ms)
 {
     long delay = purge_delay_ms();
     uint64_t soon = now_ms + 2 * (uint64_t)(delay > 0 ? delay : 1);
     if (due_ms <= soon)
         return false;
-    uint64_t seen = atomic_load(&far_due_ms);
-    while (due_ms < seen && !atomic_compare_exchange_weak(&far_due_ms, &seen, due_ms)) {
-    }
+    far_due_lower(due_ms);
     return true;
 }
 
@@ -639,8 +644,8 @@ static void scavenger_wait(uint64_t deadline_ms)
         if (now >= deadline_ms)
             return;
         struct timespec ts;
-        os_realtime_after_ms(&ts, deadline_ms - now); /* the condition variable's clock */
-        pthread_cond_timedwait(&wake_cond, &wake_mutex, &ts);
+        os_monotonic_after_ms(&ts, deadline_ms - now); /* the deadlines' clock */
+        pthread_cond_clockwait(&wake_cond, &wake_mutex, CLOCK_MONOTONIC, &ts);
     }
 }
 
@@ -891,6 +896,11 @@ void purge_poll(bool may_start)
         atomic_store(&purge_work, 0);
         if (solo ? purge_pending_solo() : purge_pending(SPARSE_ALL))
             atomic_store(&purge_work, 1);
+    } else if (!atomic_load(&purge_work)) {
+        /* A pass a far deadline started (purge_work 0) that left work due
+         * soon: nothing else would run the next one (review finding: a
+         * forked child's second cached mapping stayed mapped for good). */
+        far_due_lower(now + (uint64_t)(delay > 0 ? delay : 1));
     }
 }
 
@@ -962,7 +972,10 @@ void purge_fork_child_restart(void)
     int state = atomic_load(&thread_state);
     /* With EBB_PURGE_DELAY=-1 nothing is purged but by malloc_trim, and no
      * thread could ever be woken (purge_wake). */
-    bool resident = purge_delay_ms() >= 0 && purge_resident_pending(SPARSE_MARKED);
+    /* A cached huge mapping too, purged or not (its header page stays
+     * resident, and only a pass unmaps it: a child that went idle kept every
+     * one before it counted; review finding). */
+    bool resident = purge_delay_ms() >= 0 && (purge_resident_pending(SPARSE_MARKED) || huge_cache_any());
     /* The fork may have come between a pass's store of purge_work = 0 and
      * its re-check of the sources (the fork handler held a lock that the
      * re-check waits for): the child inherits the 0 with work pending. Set

@@ -5929,6 +5929,41 @@ static void child_a_far_unmap_deadline_lets_the_scavenger_sleep(void)
           check_now() - freed_at);
 }
 
+/* Review finding (of the far deadlines): a child forked with a purged huge
+ * mapping in the cache no longer started its scavenger for it (far work is
+ * not pending), and one that went idle kept it mapped for good, its header
+ * page resident. The cached mapping is still a reason for the child's
+ * thread: unmapped by its deadline + 1 s, with no allocator call. */
+static void child_a_forked_childs_cached_mapping_is_unmapped_while_it_idles(void)
+{
+    scavenger_start();
+    char *p = malloc(8 * MiB);
+    REQUIRE(p != NULL, "malloc(8 MiB) failed");
+    touch(p, 8 * MiB, 1);
+    double freed_at = check_now();
+    free(p);
+    sleep_ms(300); /* purged by the parent's scavenger, cached until 1 s */
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork failed: %s", strerror(errno));
+    if (pid == 0) {
+        sleep_ms(2500); /* past the unmap delay, no allocator call */
+        struct ebb_stats st = {.version = EBB_STATS_VERSION};
+        ebb_stats_get(&st);
+        printf("    info: child, %.1f s after the free: %llu cached mapping(s)\n",
+               check_now() - freed_at, (unsigned long long)st.huge_cached);
+        fflush(stdout);
+        _exit(st.huge_cached == 0 ? 0 : 1);
+    }
+    int st = forked_child_status(pid);
+    CHECK(st == 0, "the idle child should unmap its cached mapping after the unmap delay (status "
+          "%d; 1: still cached)", st);
+}
+
+static void a_forked_childs_cached_mapping_is_unmapped_while_it_idles(void)
+{
+    expect_child_passes_at_delay_50("child_a_forked_childs_cached_mapping_is_unmapped_while_it_idles", 30);
+}
+
 static void a_far_unmap_deadline_lets_the_scavenger_sleep(void)
 {
     static const char *const env[] = {"EBB_PURGE_DELAY=50", "EBB_UNMAP_DELAY=3000", NULL};
@@ -8221,6 +8256,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_fork_amid_racing_passes_purged_not_unmapped),
     CHILD_CASE(child_idle_process_gets_no_wakeups),
     CHILD_CASE(child_a_far_unmap_deadline_lets_the_scavenger_sleep),
+    CHILD_CASE(child_a_forked_childs_cached_mapping_is_unmapped_while_it_idles),
     CHILD_CASE(child_solo_process_keeps_a_bounded_few_frees_for_its_own_passes),
     CHILD_CASE(child_solo_process_runs_no_pass_for_its_own_heap_marks),
     CHILD_CASE(child_process_with_a_thread_is_not_solo),
@@ -8282,6 +8318,7 @@ int main(int argc, char **argv)
     RUN_CASE(loop_of_4_mib_huge_blocks_maps_o1);
     RUN_CASE(idle_process_gets_no_wakeups_and_thread_starts_lazily);
     RUN_CASE(a_far_unmap_deadline_lets_the_scavenger_sleep);
+    RUN_CASE(a_forked_childs_cached_mapping_is_unmapped_while_it_idles);
     RUN_CASE(forked_child_starts_its_scavenger_lazily);
     RUN_CASE(solo_process_keeps_a_bounded_few_frees_for_its_own_passes);
     RUN_CASE(solo_process_runs_no_pass_for_its_own_heap_marks);
