@@ -1482,6 +1482,19 @@ static void incomplete_bytes(text_t *t, uint64_t bytes, const char *rest)
     text_add(t, rest);
 }
 
+/* "==ebb== INCOMPLETE: <what><n><one or many><rest>" if n is not 0. */
+static void incomplete_count(text_t *t, uint64_t n, const char *what, const char *one,
+                             const char *many, const char *rest)
+{
+    if (n == 0)
+        return;
+    text_add(t, "==ebb== INCOMPLETE: ");
+    text_add(t, what);
+    text_add_u64(t, n, 0);
+    text_add(t, n == 1 ? one : many);
+    text_add(t, rest);
+}
+
 /* The report when its arrays could not be mapped (`bytes` for `blocks`
  * live blocks): a header, the reason, and the closing marker, so that it
  * reads as a whole report that checked nothing, not as one cut short. */
@@ -1732,13 +1745,9 @@ static ebb_noinline void leak_report_make(dead_stack_t dead, long mode)
         text_add(t, "==ebb== INCOMPLETE: /proc/self/task not listed to its end: the registers of "
                     "the threads not listed were not read; blocks only they point to are counted "
                     "lost\n");
-    if (lk.reads_refused > 0) {
-        text_add(t, "==ebb== INCOMPLETE: the system refused ");
-        text_add_u64(t, lk.reads_refused, 0);
-        text_add(t, lk.reads_refused == 1 ? " read" : " reads");
-        text_add(t, " of memory (process_vm_readv and pipes both refused); blocks reached only "
-                    "through what was not read are counted lost\n");
-    }
+    incomplete_count(t, lk.reads_refused, "the system refused ", " read", " reads",
+                     " of memory (process_vm_readv and pipes both refused); blocks reached only "
+                     "through what was not read are counted lost\n");
     incomplete_bytes(t, lk.mapped_only_bytes,
                      " bytes of big shared mappings read only where this process maps pages "
                      "(mincore refused; read whole, their holes would become memory); blocks "
@@ -1747,13 +1756,9 @@ static ebb_noinline void leak_report_make(dead_stack_t dead, long mode)
                      " bytes of big mappings or blocks not read (the pages they use could not be "
                      "found: /proc/self/pagemap or mincore refused; too big to read whole); "
                      "blocks reached only through them are counted lost\n");
-    if (lk.unlisted > 0) {
-        text_add(t, "==ebb== INCOMPLETE: ");
-        text_add_u64(t, lk.unlisted, 0);
-        text_add(t, lk.unlisted == 1 ? " live block" : " live blocks");
-        text_add(t, " allocated by other threads while the report listed them were not judged "
-                    "(scanned as roots)\n");
-    }
+    incomplete_count(t, lk.unlisted, "", " live block", " live blocks",
+                     " allocated by other threads while the report listed them were not judged "
+                     "(scanned as roots)\n");
     if (!roots_whole)
         text_add(t, "==ebb== INCOMPLETE: not every root could be listed (/proc/self/maps not read "
                     "whole, a module's headers unreadable in a forked child, or more than 1024 "

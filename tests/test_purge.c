@@ -5898,6 +5898,19 @@ static void idle_process_gets_no_wakeups_and_thread_starts_lazily(void)
     expect_child_passes_at_delay_50("child_idle_process_gets_no_wakeups", 60);
 }
 
+/* With the scavenger running, a huge block of `bytes` written and freed
+ * into the huge cache; *freed_at: when (check_now). */
+static void cache_a_written_huge_block(size_t bytes, double *freed_at)
+{
+    *freed_at = check_now();
+    scavenger_start();
+    char *p = malloc(bytes);
+    REQUIRE(p != NULL, "malloc(%zu MiB) failed", bytes / MiB);
+    touch(p, bytes, 1);
+    *freed_at = check_now();
+    free(p);
+}
+
 /* Review finding: a cached huge mapping, once purged, waits only for its
  * unmap delay, and the scavenger passed once a purge delay until then: 20
  * passes a second for an hour with EBB_UNMAP_DELAY=3600000. It sleeps until
@@ -5906,12 +5919,8 @@ static void idle_process_gets_no_wakeups_and_thread_starts_lazily(void)
  * deadline + 1 s. */
 static void child_a_far_unmap_deadline_lets_the_scavenger_sleep(void)
 {
-    scavenger_start();
-    char *p = malloc(6 * MiB);
-    REQUIRE(p != NULL, "malloc(6 MiB) failed");
-    touch(p, 6 * MiB, 1);
-    double freed_at = check_now();
-    free(p);
+    double freed_at;
+    cache_a_written_huge_block(6 * MiB, &freed_at);
     sleep_ms(500); /* purged after 50 ms; the passes for it are over */
     unsigned long p0 = purge_pass_count();
     sleep_ms(1500);
@@ -5936,12 +5945,8 @@ static void child_a_far_unmap_deadline_lets_the_scavenger_sleep(void)
  * thread: unmapped by its deadline + 1 s, with no allocator call. */
 static void child_a_forked_childs_cached_mapping_is_unmapped_while_it_idles(void)
 {
-    scavenger_start();
-    char *p = malloc(8 * MiB);
-    REQUIRE(p != NULL, "malloc(8 MiB) failed");
-    touch(p, 8 * MiB, 1);
-    double freed_at = check_now();
-    free(p);
+    double freed_at;
+    cache_a_written_huge_block(8 * MiB, &freed_at);
     sleep_ms(300); /* purged by the parent's scavenger, cached until 1 s */
     pid_t pid = fork();
     REQUIRE(pid >= 0, "fork failed: %s", strerror(errno));
