@@ -2324,8 +2324,9 @@ static inline void report_cut_list(void)
  * allocator goes on; the report says what it cannot see). A call already
  * past the gate finishes (leak.c scans the blocks it allocates as roots).
  * The report takes no lock that such a waiter may hold outside ebb (it
- * lists modules without the loader's lock: leak.c, scan_relro), and a
- * wait ends after GATE_WAIT_MAX_MS whatever happens.
+ * lists the RELRO regions, under the loader's lock, before it closes the
+ * gate: leak.c, relro_list), and a wait ends after GATE_WAIT_MAX_MS
+ * whatever happens.
  * No wait in the reporting thread, nor where a lock of ebb's is held (a
  * signal handler that interrupted an allocator call, whose lock the
  * report may need).
