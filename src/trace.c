@@ -1943,6 +1943,7 @@ static void sym_resolve(const uintptr_t *pcs, int n)
 {
     static module_t mods[SYM_BATCH] ebb_cold_bss;
     static uint64_t hashes[SYM_BATCH] ebb_cold_bss;
+    static bool replaced[SYM_BATCH] ebb_cold_bss; /* sym_module_key's, with hashes */
     static char got[SYM_BATCH][160] ebb_cold_bss;
     static char got_fn[SYM_BATCH][SYM_NAME_MAX] ebb_cold_bss;
     static bool got_fn_cut[SYM_BATCH] ebb_cold_bss;
@@ -1958,8 +1959,7 @@ static void sym_resolve(const uintptr_t *pcs, int n)
             memset(&mods[m], 0, sizeof mods[m]);
             mods[m].pc = pcs[i] - 1; /* a return address: the call is just before */
             module_find(&mods[m]);
-            bool replaced_now;
-            hashes[m] = sym_module_key(&mods[m], &replaced_now);
+            hashes[m] = sym_module_key(&mods[m], &replaced[m]);
             sym_t *cached = sym_find(&mods[m], hashes[m]);
             bool seen = cached != NULL;
             if (cached)
@@ -1983,9 +1983,7 @@ static void sym_resolve(const uintptr_t *pcs, int n)
                     done[b] = true;
                 }
             }
-            bool replaced_now;
-            (void)sym_module_key(&mods[a], &replaced_now);
-            bool readable = mods[a].found && !replaced_now;
+            bool readable = mods[a].found && !replaced[a];
             if (readable)
                 file_lines(mods[a].path, batch, k, got, got_fn, got_fn_cut);
             for (int j = 0; j < k; j++) {
