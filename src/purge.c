@@ -795,6 +795,23 @@ static void purge_start_thread(void)
     stack = stack < SCAVENGER_STACK_MIN ? SCAVENGER_STACK_MIN
             : stack > SCAVENGER_STACK_MAX ? SCAVENGER_STACK_MAX : stack;
     pthread_attr_setstacksize(&attr, stack);
+    /* Not a real-time policy: a SCHED_FIFO or SCHED_RR thread that happened to
+     * start the scavenger would otherwise give it its policy and priority, and
+     * each pass would preempt the program's ordinary threads. Such a starter's
+     * scavenger gets SCHED_OTHER (lowering a policy needs no privilege); any
+     * other policy is inherited as it is (SCHED_IDLE to SCHED_OTHER could need
+     * one, and a refused pthread_create would leave no scavenger at all). The
+     * CPU affinity and nice value stay the starter's too: the program chose
+     * them for its threads, and this thread runs for them. */
+    int policy;
+    struct sched_param param;
+    if (pthread_getschedparam(pthread_self(), &policy, &param) == 0 &&
+        (policy == SCHED_FIFO || policy == SCHED_RR)) {
+        param.sched_priority = 0;
+        pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+        pthread_attr_setschedparam(&attr, &param);
+    }
     pthread_t tid;
     bool traced = debug_untraced_begin(); /* its allocations are ebb's */
     bool room = os_thread_room(SCAVENGER_ROOM_THREADS);

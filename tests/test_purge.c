@@ -78,6 +78,7 @@ extern unsigned long os_purge_syscalls(void);
 extern unsigned long purge_pass_count(void);
 extern unsigned long purge_wakeup_count(void);
 extern int purge_thread_state(void);
+extern int purge_thread_tid(void);
 extern void purge_inject_start_delay(long ms);
 extern void purge_inject_leave_count_delay(long ms);
 extern void heap_inject_exit_pause(long ms);
@@ -7895,6 +7896,57 @@ static void the_scavenger_exits_for_threads_that_all_finished_as_it_started(void
                         env, 30);
 }
 
+/* Review finding (stop 50): the scavenger took the policy and priority of
+ * the thread that started it, so a SCHED_FIFO thread's first purgeable free
+ * made a real-time scavenger whose passes preempt the program's ordinary
+ * threads. It now runs SCHED_OTHER whatever started it; a starter with an
+ * ordinary policy passes it on as before (SCHED_BATCH here). */
+static void scavenger_started_under(int policy, int priority, int expected)
+{
+    struct sched_param sp = {.sched_priority = priority};
+    int rc = pthread_setschedparam(pthread_self(), policy, &sp);
+    if (rc != 0) {
+        SKIP_CHECK("this process may not take scheduling policy %d (%s): nothing to start "
+                   "the scavenger under", policy, strerror(rc));
+        return;
+    }
+    REQUIRE(purge_thread_state() == STATE_NONE, "no scavenger should run yet; state %d",
+            purge_thread_state());
+    pthread_t t;
+    REQUIRE(start_thread(&t, 64 * KiB, return_at_once, NULL) == 0, "pthread_create failed");
+    pthread_join(t, NULL); /* the program's first thread starts the scavenger */
+    REQUIRE(purge_thread_state() == STATE_RUNNING, "the scavenger should run (state 2); state %d",
+            purge_thread_state());
+    int tid = purge_thread_tid();
+    REQUIRE(tid > 0, "the scavenger's thread id should be known; it was %d", tid);
+    int got = sched_getscheduler(tid);
+    struct sched_param got_param = {0};
+    sched_getparam(tid, &got_param);
+    CHECK(got == expected && got_param.sched_priority == 0,
+          "started by a thread of policy %d, priority %d, the scavenger should run policy %d, "
+          "priority 0; it runs policy %d, priority %d", policy, priority, expected, got,
+          got_param.sched_priority);
+    sp.sched_priority = 0;
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+}
+
+static void child_a_real_time_starter_gives_the_scavenger_no_real_time_policy(void)
+{
+    scavenger_started_under(SCHED_FIFO, 1, SCHED_OTHER);
+}
+
+static void child_a_batch_starter_passes_its_policy_on(void)
+{
+    scavenger_started_under(SCHED_BATCH, 0, SCHED_BATCH);
+}
+
+static void the_scavenger_takes_no_real_time_policy(void)
+{
+    static const char *const env[] = {"EBB_DEBUG=0", "EBB_BACKGROUND=1", NULL};
+    expect_child_passes("child_a_real_time_starter_gives_the_scavenger_no_real_time_policy", env, 30);
+    expect_child_passes("child_a_batch_starter_passes_its_policy_on", env, 30);
+}
+
 /* ---------------------------------------------------------------------------
  * 5. DESIGN ("when it cannot be created, ebb degrades to purging on slow
  * paths"): EBB_BACKGROUND=0 creates no thread, and memory is returned during
@@ -8273,6 +8325,8 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_fork_in_the_recheck_window_keeps_the_wakeup),
     CHILD_CASE(child_free_while_scavenger_starts_wakes_it),
     CHILD_CASE(child_the_scavenger_exits_for_threads_that_all_finished_as_it_started),
+    CHILD_CASE(child_a_real_time_starter_gives_the_scavenger_no_real_time_policy),
+    CHILD_CASE(child_a_batch_starter_passes_its_policy_on),
     CHILD_CASE(child_exit_does_not_write_into_segments_it_abandoned),
     CHILD_CASE(child_a_handler_allocating_during_thread_exit_gets_its_own_heap),
     CHILD_CASE(child_segment_emptied_during_a_collect_pass_is_released),
@@ -8335,6 +8389,7 @@ int main(int argc, char **argv)
     RUN_CASE(fork_in_the_recheck_window_keeps_the_wakeup);
     RUN_CASE(free_while_the_scavenger_starts_still_wakes_it);
     RUN_CASE(the_scavenger_exits_for_threads_that_all_finished_as_it_started);
+    RUN_CASE(the_scavenger_takes_no_real_time_policy);
     RUN_CASE(exit_does_not_write_into_segments_it_abandoned);
     RUN_CASE(a_handler_allocating_during_thread_exit_gets_its_own_heap);
     RUN_CASE(segment_emptied_during_a_collect_pass_is_released);
