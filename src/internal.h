@@ -1243,6 +1243,12 @@ unsigned long os_purge_syscalls(void);
  * user's own) and under the pids limit of the process's cgroup and of each
  * of its ancestors. True when nothing can be read. A few file reads. */
 bool os_thread_room(long more);
+/* Whether the calling thread runs a real-time policy (SCHED_FIFO, SCHED_RR).
+ * A system call, no lock of the C library's: pthread_getschedparam takes the
+ * thread's own lock, which glibc's pthread_getattr_np holds while it reads
+ * /proc/self/maps with malloc (a forked child's leak report hung there when
+ * that malloc started the scavenger). */
+bool os_thread_realtime(void);
 /* The C library's count of running threads, whose fall to 0 ends the
  * process (glibc's __nptl_nthreads), or NULL where it cannot be found. The
  * first call looks it up (dlvsym: call it where the loader's lock may be
@@ -1383,6 +1389,12 @@ bool purge_thread_running(void);
 /* The scavenger's thread id, 0 if this process has none. One just created
  * is waited for until it has run (500 ms at most; then 0). */
 int purge_thread_tid(void);
+/* The leak report at exit: no scavenger is started from now on. The process
+ * is ending, and the report's own calls into the C library allocate holding
+ * the C library's locks (pthread_getattr_np holds the thread's own while it
+ * reads /proc/self/maps), which a thread start may take again: a forked
+ * child's report hung so. */
+void purge_forbid_thread(void);
 /* Tests: the creator of the scavenger sleeps `ms` between pthread_create and
  * marking it running (the window of the STARTING state). */
 void purge_inject_start_delay(long ms);

@@ -1551,6 +1551,7 @@ ebb_noinline void leak_report_at_exit(void)
         leak_report_skipped_for_lock();
         return;
     }
+    purge_forbid_thread(); /* before dead_stack_below's allocations */
     __builtin_unwind_init(); /* every callee-saved register into this frame */
     uintptr_t sp;
 #if defined(__x86_64__)

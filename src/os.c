@@ -394,6 +394,15 @@ static bool pids_room(long more)
     return true;
 }
 
+bool os_thread_realtime(void)
+{
+    int policy = sched_getscheduler(0);
+    if (policy < 0)
+        return false;
+    policy &= ~SCHED_RESET_ON_FORK;
+    return policy == SCHED_FIFO || policy == SCHED_RR;
+}
+
 bool os_thread_room(long more)
 {
     struct rlimit rl;

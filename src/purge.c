@@ -803,11 +803,8 @@ static void purge_start_thread(void)
      * one, and a refused pthread_create would leave no scavenger at all). The
      * CPU affinity and nice value stay the starter's too: the program chose
      * them for its threads, and this thread runs for them. */
-    int policy;
-    struct sched_param param;
-    if (pthread_getschedparam(pthread_self(), &policy, &param) == 0 &&
-        (policy == SCHED_FIFO || policy == SCHED_RR)) {
-        param.sched_priority = 0;
+    if (os_thread_realtime()) {
+        struct sched_param param = {.sched_priority = 0};
         pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
         pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
         pthread_attr_setschedparam(&attr, &param);
@@ -863,10 +860,18 @@ void purge_want_thread(void)
 
 /* No thread yet: note a thread of the program's (which wants ours, see
  * "solo"), then start ours if it is wanted and `may_start`. True if started. */
+static atomic_bool thread_forbidden; /* purge_forbid_thread */
+
+void purge_forbid_thread(void)
+{
+    atomic_store_explicit(&thread_forbidden, true, memory_order_relaxed);
+}
+
 static bool start_if_wanted(bool may_start)
 {
     (void)purge_solo();
-    if (!may_start || !atomic_load_explicit(&thread_wanted, memory_order_relaxed))
+    if (!may_start || !atomic_load_explicit(&thread_wanted, memory_order_relaxed) ||
+        atomic_load_explicit(&thread_forbidden, memory_order_relaxed))
         return false;
     atomic_store_explicit(&thread_wanted, 0, memory_order_relaxed);
     purge_start_thread();
