@@ -306,8 +306,11 @@ struct ebb_heap_summary {
     double fragmentation;      /* committed_bytes / live_bytes (0 if no live) */
     uint32_t class_count;      /* entries used in classes[] */
     uint32_t blocks_exact;     /* 1 if every live block of this heap was visited
-                                  (0: its owner kept running an allocator call
-                                  and the walk could not pause it; see below) */
+                                  once (0: its owner kept running an allocator
+                                  call and the walk could not pause it; in the
+                                  EBB_HEAP_TOTAL summary, also when a thread
+                                  exited or took over an exited thread's
+                                  segment during the walk; see below) */
     struct ebb_class_summary classes[EBB_WALK_CLASS_MAX];
 };
 

@@ -1717,6 +1717,8 @@ void stats_print_sample(void);
  * abandoned ones (under the abandoned list's lock). */
 void segment_for_each(void (*fn)(segment_t *seg, void *arg), void *arg);
 void segment_for_each_abandoned(void (*fn)(segment_t *seg, void *arg), void *arg);
+/* Segments moved between heaps and the abandoned list so far (the walk). */
+unsigned long segment_moves_read(void);
 /* Visit each page run in use in `seg` (the first slice of every run whose
  * slices are not free), in address order. The caller keeps the segment from
  * changing meanwhile (its owner paused or gone) or accepts a racy view. */

@@ -66,6 +66,17 @@ static lock_t cache_lock = LOCK_INIT;     /* the segment cache */
 static lock_t segments_lock = LOCK_INIT;  /* the list of all segments */
 
 static segment_t *abandoned_first, *abandoned_last;
+/* Counts segments moved between a heap and the abandoned list (an exit, a
+ * reclaim), each before the abandoned_lock release that publishes the move:
+ * a heap walk that read it before and after (taking that lock in between)
+ * knows whether a segment may have been listed twice or not at all. */
+static atomic_ulong segment_moves;
+
+unsigned long segment_moves_read(void)
+{
+    return atomic_load_explicit(&segment_moves, memory_order_acquire);
+}
+
 /* How many are on the list (written under abandoned_lock): a reclaim that
  * finds none looks no further, without the lock. */
 static atomic_size_t abandoned_count;
@@ -927,6 +938,7 @@ void segment_abandon_all(heap_t *heap)
             lock_acquire(&abandoned_lock);
             atomic_store_explicit(&seg->thread_id, 0, memory_order_release);
             abandoned_push_locked(seg);
+            atomic_fetch_add_explicit(&segment_moves, 1, memory_order_relaxed);
             lock_release(&abandoned_lock);
             abandoned_any = true;
         }
@@ -1168,6 +1180,7 @@ static segment_t *segment_reclaim(heap_t *heap, unsigned cls, size_t count, size
                 atomic_store_explicit(&seg->pages[i].heap, heap, memory_order_release);
         }
         heap_segment_push(heap, seg); /* thread_id set under the lock */
+        atomic_fetch_add_explicit(&segment_moves, 1, memory_order_relaxed);
     }
     lock_release(&abandoned_lock);
     if (seg == NULL)

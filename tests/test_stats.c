@@ -17,6 +17,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <stdatomic.h>
+#include <unistd.h>
 
 #include "ebb.h"
 
@@ -661,6 +664,148 @@ static void *fill_a_wide_page(void *arg)
     for (int i = 0; i < WIDE_SMALL; i++)
         wide_blocks[i] = A(malloc)(16);
     return NULL;
+}
+
+/* Review finding (stop 50): a thread that exited while the walk was in
+ * another heap had its blocks listed twice (its heap, then its abandoned
+ * segments), and a thread that reclaimed an abandoned segment into a heap the
+ * walk had visited took those blocks out of its sight; both walks said
+ * blocks_exact = 1. A walk during which segments moved is not exact now.
+ * The walk's callback holds the walk in main's heap while the other thread
+ * exits (EXIT) or reclaims (RECLAIM); whichever order the heaps are visited
+ * in, every block must be seen once or the walk must say it was not exact. */
+enum { MOVE_EXIT, MOVE_RECLAIM };
+#define MOVE_MAIN_BLOCKS 3000
+#define MOVE_THREAD_BLOCKS 2000
+static void *move_main[MOVE_MAIN_BLOCKS], *move_main_sorted[MOVE_MAIN_BLOCKS];
+static void *move_thread[MOVE_THREAD_BLOCKS]; /* the blocks whose visits are counted */
+static void *move_filler[20000];
+static atomic_int move_go, move_done, move_tid;
+static int move_kind;
+static bool move_triggered;
+
+static void *move_exiter(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < MOVE_THREAD_BLOCKS; i++)
+        move_thread[i] = malloc(100 + (size_t)(i % 500));
+    atomic_store(&move_tid, (int)syscall(SYS_gettid));
+    while (!atomic_load(&move_go))
+        usleep(200);
+    return NULL; /* exits holding its blocks */
+}
+
+static void *move_leaver(void *arg)
+{
+    (void)arg;
+    static void *all[3 * MOVE_THREAD_BLOCKS];
+    for (int i = 0; i < 3 * MOVE_THREAD_BLOCKS; i++)
+        all[i] = malloc(100);
+    int kept = 0;
+    for (int i = 0; i < 3 * MOVE_THREAD_BLOCKS; i++) {
+        if (i % 3 == 0 && kept < MOVE_THREAD_BLOCKS)
+            move_thread[kept++] = all[i];
+        else
+            free(all[i]); /* room in the segment it leaves behind */
+    }
+    return NULL;
+}
+
+static void *move_reclaimer(void *arg)
+{
+    (void)arg;
+    move_filler[0] = malloc(5000); /* a heap of its own, before the walk */
+    atomic_store(&move_tid, (int)syscall(SYS_gettid));
+    while (!atomic_load(&move_go))
+        usleep(200);
+    for (int i = 1; i < 20000; i++)
+        move_filler[i] = malloc(100); /* takes the abandoned segment */
+    atomic_store(&move_done, 1);
+    while (atomic_load(&move_go) != 2)
+        usleep(200);
+    for (int i = 0; i < 20000; i++)
+        free(move_filler[i]);
+    return NULL;
+}
+
+static void move_block(void *p, size_t n, void *arg)
+{
+    wk_block(p, n, arg);
+    if (move_triggered || !bsearch(&p, move_main_sorted, MOVE_MAIN_BLOCKS, sizeof(void *), cmp_ptr))
+        return;
+    /* In main's heap, never paused: the other thread moves segments now. */
+    move_triggered = true;
+    atomic_store(&move_go, 1);
+    char task[64];
+    snprintf(task, sizeof task, "/proc/self/task/%d", atomic_load(&move_tid));
+    for (int i = 0; i < 500; i++) { /* an exit waits for the walk to leave the heap list */
+        if (move_kind == MOVE_EXIT ? access(task, F_OK) != 0 : atomic_load(&move_done) != 0)
+            break;
+        usleep(1000);
+    }
+}
+
+static void walk_beside_a_segment_move(int kind)
+{
+    wk_reset();
+    move_kind = kind;
+    move_triggered = false;
+    atomic_store(&move_go, 0);
+    atomic_store(&move_done, 0);
+    atomic_store(&move_tid, 0);
+    for (int i = 0; i < MOVE_MAIN_BLOCKS; i++)
+        move_main_sorted[i] = move_main[i] = malloc(64);
+    qsort(move_main_sorted, MOVE_MAIN_BLOCKS, sizeof(void *), cmp_ptr);
+    pthread_t t, left;
+    REQUIRE(pthread_create(&t, NULL, kind == MOVE_EXIT ? move_exiter : move_reclaimer, NULL) == 0,
+            "pthread_create failed");
+    while (atomic_load(&move_tid) == 0)
+        usleep(200);
+    if (kind == MOVE_RECLAIM) { /* after the reclaimer has its heap, which takes nothing yet */
+        REQUIRE(pthread_create(&left, NULL, move_leaver, NULL) == 0, "pthread_create failed");
+        pthread_join(left, NULL); /* its segment: abandoned, with room and live blocks */
+    }
+    REQUIRE(ebb_heap_walk(wk_heap, move_block, NULL) == 0, "ebb_heap_walk failed: %s",
+            strerror(errno));
+    atomic_store(&move_go, 2);
+    pthread_join(t, NULL);
+    REQUIRE(!wk.overflow, "more blocks than the test can hold");
+    qsort(wk.seen, wk.seen_count, sizeof wk.seen[0], cmp_ptr);
+    int missed = 0, twice = 0;
+    for (int k = 0; k < 2; k++) {
+        void **set = k == 0 ? move_main : move_thread;
+        int n = k == 0 ? MOVE_MAIN_BLOCKS : MOVE_THREAD_BLOCKS;
+        for (int i = 0; i < n; i++) {
+            void **at = bsearch(&set[i], wk.seen, wk.seen_count, sizeof wk.seen[0], cmp_ptr);
+            if (at == NULL) {
+                missed++;
+                continue;
+            }
+            size_t first = (size_t)(at - wk.seen), last = first;
+            while (first > 0 && wk.seen[first - 1] == set[i])
+                first--;
+            while (last + 1 < wk.seen_count && wk.seen[last + 1] == set[i])
+                last++;
+            twice += last > first;
+        }
+    }
+    printf("    info: %s: %d blocks missed, %d listed twice; blocks_exact %u; triggered %d\n",
+           kind == MOVE_EXIT ? "a thread exits" : "a thread reclaims", missed, twice,
+           wk.total.blocks_exact, (int)move_triggered);
+    CHECK(move_triggered, "the walk should have visited main's heap");
+    CHECK((missed == 0 && twice == 0) || wk.total.blocks_exact == 0,
+          "a walk that missed %d blocks and listed %d twice should say it was not exact; its "
+          "total's blocks_exact is %u", missed, twice, wk.total.blocks_exact);
+    for (int i = 0; i < MOVE_MAIN_BLOCKS; i++)
+        free(move_main[i]);
+    for (int i = 0; i < MOVE_THREAD_BLOCKS; i++)
+        free(move_thread[i]);
+}
+
+static void walk_beside_an_exit_or_a_reclaim_says_whether_it_is_exact(void)
+{
+    walk_beside_a_segment_move(MOVE_EXIT);
+    walk_beside_a_segment_move(MOVE_RECLAIM);
 }
 
 static void walk_visits_blocks_of_a_wide_page_taken_by_16_byte_blocks(void)
@@ -1338,6 +1483,7 @@ int main(int argc, char **argv)
     RUN_CASE(cross_thread_frees_show_as_pending_not_live);
     RUN_CASE(walk_agrees_with_snapshot_and_visits_every_live_block);
     RUN_CASE(walk_visits_blocks_of_a_wide_page_taken_by_16_byte_blocks);
+    RUN_CASE(walk_beside_an_exit_or_a_reclaim_says_whether_it_is_exact);
     RUN_CASE(committed_bytes_cover_resident_slices_that_new_pages_reuse);
     RUN_CASE(committed_bytes_drop_by_what_a_trim_gives_back);
     RUN_CASE(walk_total_counts_cached_segments_that_no_other_summary_has);
