@@ -238,11 +238,64 @@ static void report(const char *fault, const void *p, const debug_header_t *h, co
     report_at(fault, p, h, (uintptr_t)h, detail);
 }
 
+/* After a report: go on (EBB_DEBUG_ON_ERROR=continue), or abort. */
+static void report_end(void)
+{
+    if (!cfg.on_error_continue) {
+        /* A SIGABRT handler may siglongjmp out and let the program carry
+         * on: then the debug call this report ends never returns to clear
+         * its stack mark. Left set, every later capture on the thread
+         * started from this call's dead frame: traces of frames long gone,
+         * and a SIGSEGV once a coroutine's stack it lay on was unmapped
+         * (review finding, tests/debug/abort_caught_on_a_coroutine_stack.c).
+         * Cleared, the handler's own allocations are traced from their own
+         * frames too, not from the call the abort interrupted. */
+        stack_mark = 0;
+        in_debug = false;
+        abort();
+    }
+}
+
+static const char report_continuing[] = "==ebb== continuing (EBB_DEBUG_ON_ERROR=continue)\n";
+static const char report_aborting[] =
+    "==ebb== aborting (EBB_DEBUG_ON_ERROR=continue logs faults and goes on)\n";
+
+/* A fault found by a signal handler that interrupted this thread's own
+ * report: the report lock is this thread's already and the symbolizer's
+ * buffers are in use (a report waits for addr2line, whose exit raises
+ * SIGCHLD; a handler's double free waited for the lock for good, and not
+ * even the first report was written: review finding). A short report
+ * instead, straight to stderr, without a trace (a capture now could wait
+ * for a lock of the trace registry's that the interrupted report holds).
+ * The bad call is ignored, as with EBB_DEBUG_ON_ERROR=continue; without it,
+ * the interrupted report aborts once it is written. */
+static void report_nested(const char *fault, const void *p)
+{
+    text_t t;
+    text_init(&t, 2);
+    text_add(&t, "==ebb== ERROR: ");
+    text_add(&t, fault);
+    text_add(&t, " of ");
+    text_add_hex(&t, (uintptr_t)p);
+    text_add(&t, " (pid ");
+    text_add_u64(&t, (uint64_t)os_getpid(), 0);
+    text_add(&t, ")\n  found by a signal handler that interrupted this thread's report of another "
+                 "fault: no block details or trace\n");
+    text_add(&t, cfg.on_error_continue ? report_continuing
+                                       : "==ebb== the call is ignored; the interrupted report "
+                                         "aborts once it is written\n");
+    text_flush(&t);
+}
+
 /* The same, h being a copy of the header that was at h_at (verify_report,
  * report_unheld). */
 static void report_at(const char *fault, const void *p, const debug_header_t *h, uintptr_t h_at,
                       const char *detail)
 {
+    if (ebb_unlikely(debug_report_held_here())) {
+        report_nested(fault, p);
+        return;
+    }
     uint32_t here = capture();
     if (cfg.depth != 0 && !in_debug) /* where a capture may list modules */
         trace_check_unloads();
@@ -298,26 +351,11 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
             trace_print(&t, h->free_trace, "    ");
         }
     }
-    if (cfg.on_error_continue)
-        text_add(&t, "==ebb== continuing (EBB_DEBUG_ON_ERROR=continue)\n");
-    else
-        text_add(&t, "==ebb== aborting (EBB_DEBUG_ON_ERROR=continue logs faults and goes on)\n");
+    text_add(&t, cfg.on_error_continue ? report_continuing : report_aborting);
     text_flush(&t);
     debug_log_close(fd, opened);
     debug_report_unlock();
-    if (!cfg.on_error_continue) {
-        /* A SIGABRT handler may siglongjmp out and let the program carry
-         * on: then the debug call this report ends never returns to clear
-         * its stack mark. Left set, every later capture on the thread
-         * started from this call's dead frame: traces of frames long gone,
-         * and a SIGSEGV once a coroutine's stack it lay on was unmapped
-         * (review finding, tests/debug/abort_caught_on_a_coroutine_stack.c).
-         * Cleared, the handler's own allocations are traced from their own
-         * frames too, not from the call the abort interrupted. */
-        stack_mark = 0;
-        in_debug = false;
-        abort();
-    }
+    report_end();
 }
 
 /* ---------------------------------------------------------------------------
@@ -1170,12 +1208,10 @@ static const char header_changed_in_quarantine[] =
     "a write before the block's start changed ebb's header while the block waited in the "
     "quarantine (a write past the end of the block below it?)";
 
-static void leave_quarantine(debug_header_t *h)
+/* A block out of the quarantine: `claimed` if its magic went from freed to
+ * busy (shard_take_locked claims each block it takes). */
+static void leave_quarantine_claimed(debug_header_t *h, bool claimed)
 {
-    /* Step 2. A magic a write changed is no claim to wait for: the block
-     * leaves all the same, but its header is not trusted (its size and
-     * offset lead the fill check) and the block is released unchecked. */
-    bool claimed = block_claim(h, DEBUG_MAGIC_FREED, DEBUG_MAGIC_BUSY);
     size_t bytes = block_bytes(h);
     if (!claimed || h->check != header_check(h) || debug_offset(h) > bytes ||
         h->size > bytes - debug_offset(h)) {
@@ -1195,11 +1231,21 @@ static void leave_quarantine(debug_header_t *h)
     reuse_or_release(h, bytes);
 }
 
+/* A freed block that never entered the quarantine (too big for it). Step 2:
+ * a magic a write changed is no claim to wait for: the block leaves all the
+ * same, but its header is not trusted (its size and offset lead the fill
+ * check) and the block is released unchecked. */
+static void leave_quarantine(debug_header_t *h)
+{
+    leave_quarantine_claimed(h, block_claim(h, DEBUG_MAGIC_FREED, DEBUG_MAGIC_BUSY));
+}
+
+/* The blocks shard_take_locked took (and claimed), in order. */
 static void leave_quarantine_all(debug_header_t *list)
 {
     while (list) {
         debug_header_t *next = list->qnext;
-        leave_quarantine(list);
+        leave_quarantine_claimed(list, true);
         list = next;
     }
 }
@@ -1217,6 +1263,13 @@ static bool quarantined_magic(const debug_header_t *h)
 {
     uint64_t m = atomic_load_explicit(&h->magic, memory_order_relaxed);
     return m == (DEBUG_MAGIC_FREED ^ (uintptr_t)h) || m == (DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h);
+}
+
+/* A link to a block of ours already taken out of a quarantine (busy). */
+static bool quarantined_busy(const debug_header_t *h)
+{
+    return ((uintptr_t)h & (MIN_ALIGN - 1)) == 0 && segment_map_contains(h) &&
+           atomic_load_explicit(&h->magic, memory_order_relaxed) == (DEBUG_MAGIC_BUSY ^ (uintptr_t)h);
 }
 
 /* A link read from a header: to a header of ours whose magic says freed. */
@@ -1237,14 +1290,17 @@ static __thread struct {
 } quarantine_cut;
 
 /* Under q's lock: drop `bad` (the front of q, or old's successor) and the
- * rest of q; the bytes dropped. */
-static size_t shard_cut_locked(quarantine_shard_t *q, debug_header_t *old, debug_header_t *bad)
+ * rest of q; the bytes dropped. `link_bad`: old's link is wrong whatever it
+ * points to (to a block already taken, or not where the shard's count says
+ * the FIFO ends). */
+static size_t shard_cut_locked(quarantine_shard_t *q, debug_header_t *old, debug_header_t *bad,
+                               bool link_bad)
 {
     if (quarantine_cut.at == NULL && quarantine_cut.from == NULL) {
         /* A link to the start of a block of ours is taken as intact: then
          * it is that block's header that was changed. */
-        bool plausible = ((uintptr_t)bad & (MIN_ALIGN - 1)) == 0 && segment_map_contains(bad) &&
-                         block_containing(bad) == (uint8_t *)bad;
+        bool plausible = !link_bad && ((uintptr_t)bad & (MIN_ALIGN - 1)) == 0 &&
+                         segment_map_contains(bad) && block_containing(bad) == (uint8_t *)bad;
         if (plausible || old == NULL) {
             quarantine_cut.at = bad;
         } else {
@@ -1274,7 +1330,7 @@ static void quarantine_report_cut(void)
         h = quarantine_cut.from;
         text_add(&t, "the block's quarantine link was changed to ");
         text_add_hex(&t, quarantine_cut.link);
-        text_add(&t, ", not a freed block: a write into its header");
+        text_add(&t, ", not the next freed block in line: a write into its header");
     }
     text_add(&t, "; the blocks freed after it in this quarantine (");
     text_add_long(&t, (long)quarantine_cut.dropped_bytes);
@@ -1285,7 +1341,16 @@ static void quarantine_report_cut(void)
 
 /* Under q's lock: take blocks from the front of `q` onto *out_tail until
  * `need` bytes are taken, it is empty, or `keep` is next (NULL: none kept);
- * the bytes taken (and dropped, at a broken link). */
+ * the bytes taken (and dropped, at a broken link).
+ * Each block taken is claimed (freed -> busy) here, under the lock, not when
+ * it leaves: a link a write turned back to a block already taken (this
+ * drain's, or another thread's still leaving) or to itself then fails
+ * quarantined_sound like any other broken link. Claimed only as it left, such
+ * a block was taken again and again: a drain of all of it (malloc_trim) spun
+ * for good under the lock, or reported the same block millions of times,
+ * releasing it each time (review finding). A chain that ends before the
+ * shard's count of blocks does (a link written to 0, or forward past some)
+ * is cut there too. */
 static size_t shard_take_locked(quarantine_shard_t *q, size_t need, debug_header_t ***out_tail,
                                 const debug_header_t *keep)
 {
@@ -1294,19 +1359,24 @@ static size_t shard_take_locked(quarantine_shard_t *q, size_t need, debug_header
         /* q->first is a block free pushed or a link quarantined_sound
          * passed (below), whose block has stayed allocated since: only its
          * magic, which a write may have changed meanwhile, is checked again,
-         * not where it points (a segment map look-up an eviction). */
+         * not where it points (a segment map look-up an eviction). The
+         * claim waits while verify holds the block, which takes no shard
+         * lock meanwhile. */
         debug_header_t *old = q->first;
-        if (!quarantined_magic(old)) {
-            got += shard_cut_locked(q, NULL, old);
+        if (q->popped == q->pushed || !quarantined_magic(old) ||
+            !block_claim(old, DEBUG_MAGIC_FREED, DEBUG_MAGIC_BUSY)) {
+            got += shard_cut_locked(q, NULL, old, false);
             break;
         }
         debug_header_t *next = old->qnext;
-        if (next != NULL && !quarantined_sound(next)) {
+        bool last = q->popped + 1 == q->pushed;
+        bool link_bad = (next == NULL) != last || (next != NULL && quarantined_busy(next));
+        if (link_bad || (next != NULL && !quarantined_sound(next))) {
             /* old is sound: it is taken; the FIFO is cut after it (which
              * counts old as popped too). */
             size_t bytes = block_bytes(old);
             q->bytes -= bytes;
-            got += bytes + shard_cut_locked(q, old, next);
+            got += bytes + shard_cut_locked(q, old, next, link_bad);
             old->qnext = NULL;
             **out_tail = old;
             *out_tail = &old->qnext;
@@ -2660,6 +2730,99 @@ static void verify_huge(segment_t *seg, void *arg)
     verify_block(arg, (debug_header_t *)((uint8_t *)seg + seg->block_offset));
 }
 
+/* A chain of sound links longer than its count of `n` blocks from `first`:
+ * where it loops back, the block whose link closes the loop (the one a write
+ * changed), found with two walkers at one and two steps (Floyd's); `seen` if
+ * it does not loop within 2n steps (its end lies in another chain). */
+static debug_header_t *quarantine_loop_closer(debug_header_t *first, uint64_t n, debug_header_t *seen)
+{
+    debug_header_t *slow = first, *fast = first;
+    for (uint64_t i = 0; i <= 2 * n; i++) {
+        if (fast == NULL || fast->qnext == NULL || !quarantined_sound(fast->qnext) ||
+            !quarantined_sound(fast->qnext->qnext))
+            return seen;
+        slow = slow->qnext;
+        fast = fast->qnext->qnext;
+        if (slow == fast) {
+            debug_header_t *start = first; /* where the loop starts */
+            while (start != slow) {
+                start = start->qnext;
+                slow = slow->qnext;
+            }
+            debug_header_t *closer = start;
+            while (closer->qnext != start)
+                closer = closer->qnext;
+            return closer;
+        }
+    }
+    return seen;
+}
+
+/* Under q's lock: end q's FIFO at `end`, a block on its chain whose link is
+ * wrong, as a drain that reached it would (shard_cut_locked), so that the
+ * drain finds a sound FIFO and does not report it a second time; the bytes
+ * of the blocks dropped, counted out of the quarantine. */
+static size_t shard_end_at_locked(quarantine_shard_t *q, debug_header_t *end)
+{
+    uint64_t kept = 1;
+    size_t kept_bytes = block_bytes(end);
+    for (debug_header_t *h = q->first; h != end; h = h->qnext) {
+        kept++;
+        kept_bytes += block_bytes(h);
+    }
+    end->qnext = NULL;
+    q->last = end;
+    q->popped = q->pushed - kept;
+    size_t dropped = q->bytes > kept_bytes ? q->bytes - kept_bytes : 0;
+    q->bytes -= dropped;
+    if (dropped)
+        atomic_fetch_sub_explicit(&q_bytes, dropped, memory_order_relaxed);
+    return dropped;
+}
+
+/* Each quarantine FIFO, under its lock: as many blocks on its chain as its
+ * count says, each linked to a freed block of ours, the last to none. A link a
+ * write changed was found only when a drain reached it (review finding:
+ * verify returned 0 right after a link was turned back on its own block).
+ * A wrong link found ends the FIFO there (shard_end_at_locked). */
+static void verify_quarantine(verify_t *v)
+{
+    for (unsigned k = 0; k < QUARANTINE_SHARDS; k++) {
+        quarantine_shard_t *q = &shards[k];
+        lock_acquire(&q->lock);
+        uint64_t count = q->pushed - q->popped;
+        debug_header_t *h = q->first, *bad_at = NULL;
+        for (uint64_t left = count; h != NULL && left > 0 && quarantined_magic(h); left--) {
+            debug_header_t *next = h->qnext;
+            if ((next == NULL) != (left == 1) || (next != NULL && !quarantined_sound(next))) {
+                bad_at = h;
+                break;
+            }
+            h = next;
+        }
+        uintptr_t link = 0;
+        size_t dropped = 0;
+        if (bad_at) {
+            if (bad_at->qnext != NULL && quarantined_sound(bad_at->qnext))
+                bad_at = quarantine_loop_closer(q->first, count, bad_at);
+            link = (uintptr_t)bad_at->qnext;
+            dropped = shard_end_at_locked(q, bad_at);
+        }
+        lock_release(&q->lock);
+        if (bad_at) {
+            text_t t;
+            text_init(&t, -1);
+            text_add(&t, "found by ebb_debug_verify: the block's quarantine link was changed to ");
+            text_add_hex(&t, link);
+            text_add(&t, ", not the next freed block in line (a write into its header); the "
+                         "blocks freed after it in this quarantine (");
+            text_add_long(&t, (long)dropped);
+            text_add(&t, " bytes) are dropped, never reused");
+            verify_keep(v, "corrupted block header", default_user_of(bad_at), NULL, text_cstr(&t));
+        }
+    }
+}
+
 EBB_API size_t ebb_debug_verify(void)
 {
     if (!debug_enabled)
@@ -2673,6 +2836,7 @@ EBB_API size_t ebb_debug_verify(void)
     heap_for_each(verify_heap, &v, true);
     segment_for_each_abandoned(verify_abandoned, &v);
     huge_for_each_live(verify_huge, &v);
+    verify_quarantine(&v);
     purge_exclusive_end();
     verify_report(&v); /* holding nothing now */
     DEBUG_LEAVE();

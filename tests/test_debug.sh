@@ -98,6 +98,10 @@ expect usable_size_freed    "malloc_usable_size of a freed block"               
 expect free_list_write      "corrupted free list"                                  allocate_victim
 expect remote_free_list_write "corrupted free list"                                 -
 expect quarantine_link_write "corrupted block header"                               -
+expect quarantine_link_loop "corrupted block header"                                - LOOP=self HOW=trim
+expect quarantine_link_loop "corrupted block header"                                - LOOP=back HOW=trim
+expect quarantine_link_loop "corrupted block header"                                - LOOP=self HOW=verify
+expect quarantine_link_loop "corrupted block header"                                - LOOP=back HOW=verify
 expect reuse_link_write     "corrupted free list"                                  allocate_victim EBB_DEBUG_QUARANTINE=256K
 expect reuse_link_write_idle "corrupted free list"                                 allocate_victim EBB_DEBUG_QUARANTINE=256K
 expect reuse_header_write   "corrupted block header"                               -               EBB_DEBUG_QUARANTINE=256K
@@ -432,6 +436,57 @@ timeout -s KILL 60 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_TRACE_D
 rc=$?
 [ $rc -eq 0 ] || { fail "expected exit 0 from the SIGTERM handler, got $rc (137: it hung)"; show "$TMP/ed.err"; }
 grep -q "^cancelled$" "$TMP/ed.out" || fail "the reporting thread should have been cancelled and joined"
+end_case
+
+# Review finding (stop 50): a quarantine link turned back on its own block or
+# an earlier one made a drain spin for good (abort mode: above) or report and
+# release one block millions of times. With continue: one report, naming the
+# block whose link changed, then a sound heap (no block handed out twice).
+begin_case quarantine_link_loop_continue
+for loop in self back; do
+    for how in trim verify; do
+        { timeout -s KILL 60 env EBB_DEBUG=1 EBB_DEBUG_LEAKS=off EBB_DEBUG_ON_ERROR=continue \
+            LOOP=$loop HOW=$how "$D/quarantine_link_loop" >"$TMP/ql.out" 2>"$TMP/ql.err"; } 2>/dev/null
+        rc=$?
+        ptr=$(sed -n 's/^victim=//p' "$TMP/ql.out")
+        [ $rc -eq 0 ] && grep -q "^survived$" "$TMP/ql.out" ||
+            { fail "LOOP=$loop HOW=$how: expected exit 0 and a sound heap, got $rc (137: it hung)"; show "$TMP/ql.out"; }
+        [ "$(grep -c '^==ebb== ERROR: ' "$TMP/ql.err")" -eq 1 ] &&
+            grep -q "^==ebb== ERROR: corrupted block header of $ptr " "$TMP/ql.err" &&
+            grep -q "quarantine link was changed to 0x" "$TMP/ql.err" ||
+            { fail "LOOP=$loop HOW=$how: expected one report of $ptr's changed quarantine link"; show "$TMP/ql.err"; }
+    done
+done
+end_case
+
+# Review finding (stop 50): a fault in a signal handler (SIGCHLD, raised by
+# the exit of the addr2line the first report runs) while its thread writes the
+# report of another fault waited for the report lock its own thread held: the
+# process hung, no report written. Now the handler's fault gets a short report
+# of its own and is ignored; then the first report ends, and the process
+# aborts or, with continue, goes on.
+begin_case double_free_in_a_handler_during_report
+for mode in abort continue; do
+    envs=(EBB_DEBUG=1 EBB_DEBUG_LEAKS=off)
+    [ $mode = continue ] && envs+=(EBB_DEBUG_ON_ERROR=continue)
+    { timeout -s KILL 60 env "${envs[@]}" "$D/double_free_in_a_handler_during_report" \
+        >"$TMP/dh.out" 2>"$TMP/dh.err"; } 2>/dev/null
+    rc=$?
+    ptr=$(sed -n 's/^victim=//p' "$TMP/dh.out")
+    if [ $mode = abort ]; then
+        [ $rc -eq 134 ] || { fail "$mode: expected SIGABRT (status 134), got $rc (137: it hung)"; show "$TMP/dh.err"; }
+    else
+        [ $rc -eq 0 ] || { fail "$mode: expected exit 0, got $rc (137: it hung)"; show "$TMP/dh.err"; }
+        grep -q "^survived handled=[1-9]" "$TMP/dh.out" ||
+            fail "$mode: the program should go on after both faults"
+    fi
+    grep -q "^==ebb== ERROR: double free of $ptr (pid [0-9]*)$" "$TMP/dh.err" ||
+        { fail "$mode: expected the report of the double free of $ptr"; show "$TMP/dh.err"; }
+    grep -q "^  found by a signal handler that interrupted this thread's report of another fault" "$TMP/dh.err" ||
+        { fail "$mode: expected the handler's own short report"; show "$TMP/dh.err"; }
+    [ "$(grep -c '^==ebb== ERROR: double free of ' "$TMP/dh.err")" -eq 2 ] ||
+        { fail "$mode: expected two double free reports"; show "$TMP/dh.err"; }
+done
 end_case
 
 # Review of 723bdb3: a leak report skipped because the process exits from a
