@@ -1276,8 +1276,18 @@ typedef struct text_s {
     size_t len;
     int fd;
     bool cut; /* a write failed: nothing more is written (a report then lacks its end) */
+    /* text_init_spool: where full buffers gather until text_flush writes
+     * them with the rest in one write (spool_len bytes of spool_cap). */
+    char *spool;
+    size_t spool_len, spool_cap;
 } text_t;
 void text_init(text_t *t, int fd);
+/* The same, for a report written in one piece: the text gathers in `spool`
+ * (cap bytes) and text_flush writes it all with one write, so that reports
+ * of processes sharing a file (O_APPEND) or a pipe (up to PIPE_BUF) do not
+ * interleave mid-line. Past cap, what gathered is written and gathering
+ * starts again. */
+void text_init_spool(text_t *t, int fd, char *spool, size_t cap);
 void text_add(text_t *t, const char *s);
 void text_add_n(text_t *t, const char *s, size_t n);
 void text_add_u64(text_t *t, uint64_t v, unsigned width);

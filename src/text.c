@@ -13,6 +13,29 @@ void text_init(text_t *t, int fd)
     t->len = 0;
     t->fd = fd;
     t->cut = false;
+    t->spool = NULL;
+    t->spool_len = t->spool_cap = 0;
+}
+
+void text_init_spool(text_t *t, int fd, char *spool, size_t cap)
+{
+    text_init(t, fd);
+    t->spool = spool;
+    t->spool_cap = cap;
+}
+
+/* The buffer is full (or the text ends): into the spool, writing the spool
+ * out first where it has no room. */
+static void text_spool_buffer(text_t *t)
+{
+    if (t->spool_len + t->len > t->spool_cap) {
+        if (!t->cut)
+            t->cut = !os_write_fd(t->fd, t->spool, t->spool_len);
+        t->spool_len = 0;
+    }
+    memcpy(t->spool + t->spool_len, t->buf, t->len);
+    t->spool_len += t->len;
+    t->len = 0;
 }
 
 /* A file name pattern (EBB_STATS_FILE, EBB_DEBUG_LOG) with "%p" replaced by
@@ -48,6 +71,13 @@ void text_flush(text_t *t)
 {
     /* Once a piece is lost, the rest is not written: a report cut short
      * must not end with its closing line as if it were whole. */
+    if (t->spool != NULL) {
+        text_spool_buffer(t);
+        if (t->spool_len > 0 && !t->cut)
+            t->cut = !os_write_fd(t->fd, t->spool, t->spool_len);
+        t->spool_len = 0;
+        return;
+    }
     if (t->len > 0 && !t->cut)
         t->cut = !os_write_fd(t->fd, t->buf, t->len);
     t->len = 0;
@@ -56,8 +86,12 @@ void text_flush(text_t *t)
 void text_add(text_t *t, const char *s)
 {
     for (; *s; s++) {
-        if (t->len == sizeof t->buf)
-            text_flush(t);
+        if (t->len == sizeof t->buf) {
+            if (t->spool != NULL)
+                text_spool_buffer(t);
+            else
+                text_flush(t);
+        }
         t->buf[t->len++] = *s;
     }
 }
@@ -222,6 +256,17 @@ int text_report_open(const char *option, const char *pattern, char *path, size_t
     int err = text_stderr();
     if (err < 0)
         return -1;
+    /* Said once for each option: EBB_STATS_INTERVAL's samples said it again
+     * with every sample (review finding). Racing callers may both say it. */
+    static const char *warned[4] ebb_cold_bss;
+    for (size_t i = 0; i < sizeof warned / sizeof warned[0]; i++) {
+        if (warned[i] == option)
+            return err;
+        if (warned[i] == NULL) {
+            warned[i] = option;
+            break;
+        }
+    }
     text_t t;
     text_init(&t, err);
     text_add(&t, "ebb: ");

@@ -83,7 +83,9 @@ ebb_racy_reader static void visit_small_page_blocks(walk_t *w, page_t *page)
     if (bs == 0 || capacity == 0 || capacity > PAGE_BLOCKS_MAX)
         return;
     uintptr_t start = (uintptr_t)page_start(page);
-    uint64_t is_free[PAGE_BLOCKS_MAX / 64];
+    /* Static: 4 KiB overflowed a signal handler's small alternate stack
+     * (review finding); the purge exclusion makes walks one at a time. */
+    static uint64_t is_free[PAGE_BLOCKS_MAX / 64] ebb_cold_bss;
     memset(is_free, 0, (capacity + 63) / 64 * sizeof is_free[0]);
     mark_free_list(page->free, start, bs, capacity, is_free);
     uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);

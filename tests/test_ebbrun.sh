@@ -43,6 +43,12 @@
 #                                      --stats-file is taken from the starting
 #                                      directory, not the one the program
 #                                      moved to
+#   unopenable_stats_file_is_reported_once
+#                                      an EBB_STATS_FILE that cannot be opened:
+#                                      said once, not with every sample
+#   reports_of_processes_sharing_a_file_do_not_interleave
+#                                      120 processes' reports in one file: each
+#                                      whole (one write a report)
 #   library_path_with_a_space          ebbrun next to a library whose path has
 #                                      a space (which LD_PRELOAD cannot carry):
 #                                      exit 2 with a message, not a run without
@@ -170,6 +176,42 @@ for f in "$TMP/per-pid"/*; do
     grep -q "^== ebb stats: pid $pid," "$f" || fail "$f should hold the report of pid $pid; it starts: $(head -n 1 "$f")"
     [ "$(grep -c '^== end of ebb stats ==$' "$f")" = 1 ] || fail "$f should hold exactly one report"
 done
+end
+
+# -------------------------------------------------------------------------
+# Review finding (stop 50): with EBB_STATS_INTERVAL, an EBB_STATS_FILE that
+# cannot be opened was reported again with every sample. Once now.
+begin unopenable_stats_file_is_reported_once
+EBB_STATS_INTERVAL=50 EBB_STATS_FILE="$TMP/nodir/samples.txt" LD_PRELOAD="$BUILD/libebb.so" sleep 0.6 \
+    2>"$TMP/once.err"
+warnings=$(grep -c "EBB_STATS_FILE=$TMP/nodir/samples.txt: cannot open" "$TMP/once.err")
+samples=$(grep -c "^ebb-sample: " "$TMP/once.err")
+[ "$samples" -ge 3 ] || fail "expected samples on stderr every 50 ms; found $samples"
+[ "$warnings" -eq 1 ] || fail "expected the unopenable file reported once; it was $warnings times"
+end
+
+# -------------------------------------------------------------------------
+# Review finding (stop 50): processes sharing one report file (a forking
+# program without %p) wrote their reports 512 bytes at a time, and the reports
+# interleaved mid-line. Each report is now one write: 40 processes exiting
+# together, three times, leave whole reports only.
+begin reports_of_processes_sharing_a_file_do_not_interleave
+rm -f "$TMP/shared.txt"
+for round in 1 2 3; do
+    "$EBBRUN" --stats --stats-file "$TMP/shared.txt" -- \
+        sh -c 'i=0; while [ $i -lt 40 ]; do sh -c "sleep 0.2" & i=$((i + 1)); done; wait' 2>/dev/null
+done
+read -r reports bad < <(awk '
+    /^== ebb stats: pid [0-9]+, / { if (open) bad++; open = 1; reports++; next }
+    /^== end of ebb stats ==$/ { if (!open) bad++; open = 0; next }
+    open && /^[a-z_]+ +[0-9]+(  \([0-9.]+ MiB\))?$/ { next }
+    open && /^(fragmentation |-- size classes |class  block_size |large  [0-9]+ blocks, )/ { next }
+    open && NF == 7 && /^[ 0-9]+$/ { next }
+    { bad++ }
+    END { printf "%d %d\n", reports, bad + (open ? 1 : 0) }' "$TMP/shared.txt")
+[ "${reports:-0}" -ge 100 ] || fail "expected a report from each of about 120 processes; found ${reports:-0}"
+[ "${bad:-1}" -eq 0 ] || fail "$bad lines of the shared file lie outside a whole report (reports interleaved)"
+echo "    info: $reports reports, $bad lines out of place"
 end
 
 # -------------------------------------------------------------------------

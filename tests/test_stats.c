@@ -1296,6 +1296,62 @@ static void telemetry_in_handler(int sig)
     errno = saved;
 }
 
+/* Review finding (stop 50): ebb_stats_get kept a 3 KiB summary on the stack
+ * and the walk a 4 KiB bitmap; on a signal handler's small alternate stack
+ * (a crash handler's 4-5 KiB) both overflowed it: SIGSEGV. The handler runs
+ * on an alternate stack of the kernel's minimum signal frame plus 2.25 KiB,
+ * with a guard page below, and calls both (the walk visiting blocks). */
+static volatile int small_stack_rc[2] = {-1, -1};
+static volatile long small_stack_blocks;
+
+static void count_small_stack_block(void *p, size_t n, void *arg)
+{
+    (void)p;
+    (void)n;
+    (void)arg;
+    small_stack_blocks++;
+}
+
+static void telemetry_on_small_stack(int sig)
+{
+    (void)sig;
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    small_stack_rc[0] = ebb_stats_get(&st);
+    small_stack_rc[1] = ebb_heap_walk(ignore_summary, count_small_stack_block, NULL);
+}
+
+static void telemetry_from_a_handler_on_a_small_alternate_stack(void)
+{
+    long min_frame = sysconf(_SC_MINSIGSTKSZ);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t size = (size_t)(min_frame > 0 ? min_frame : 2048) + 2304;
+    size_t span = (size + page - 1) / page * page;
+    uint8_t *map = mmap(NULL, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(map != MAP_FAILED, "mmap failed");
+    REQUIRE(mprotect(map, page, PROT_NONE) == 0, "mprotect failed");
+    void *blocks[100];
+    for (int i = 0; i < 100; i++)
+        blocks[i] = malloc((size_t)i * 10 + 1);
+    stack_t ss = {.ss_sp = map + page + span - size, .ss_size = size}, old_ss;
+    REQUIRE(sigaltstack(&ss, &old_ss) == 0, "sigaltstack failed");
+    struct sigaction sa = {.sa_handler = telemetry_on_small_stack, .sa_flags = SA_ONSTACK}, old;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, &old);
+    raise(SIGUSR1); /* a SIGSEGV here is the failure */
+    sigaction(SIGUSR1, &old, NULL);
+    sigaltstack(&old_ss, NULL);
+    printf("    info: an alternate stack of %zu bytes; the walk visited %ld blocks\n", size,
+           small_stack_blocks);
+    CHECK(small_stack_rc[0] == 0 && small_stack_rc[1] == 0,
+          "ebb_stats_get and ebb_heap_walk should succeed in the handler; they returned %d and %d",
+          small_stack_rc[0], small_stack_rc[1]);
+    CHECK(small_stack_blocks >= 100, "the walk should visit the 100 blocks at least; it visited %ld",
+          small_stack_blocks);
+    for (int i = 0; i < 100; i++)
+        free(blocks[i]);
+    munmap(map, span + page);
+}
+
 /* 1 MiB blocks (kept) until the handler was refused `until_refused` times or
  * 300 blocks were taken: about 100 segments, several new regions. */
 static void allocate_until_refused(long until_refused)
@@ -1490,6 +1546,7 @@ int main(int argc, char **argv)
     RUN_CASE(mallinfo2_reports_what_is_in_use);
     RUN_CASE(malloc_info_writes_xml_and_answers_bad_options_as_glibc);
     RUN_CASE(telemetry_from_a_handler_inside_a_locked_allocator_call_gets_edeadlk);
+    RUN_CASE(telemetry_from_a_handler_on_a_small_alternate_stack);
     RUN_CASE(exit_from_a_handler_inside_a_locked_call_skips_the_stats_report);
 #endif
     RUN_CASE(live_bytes_return_to_start_after_a_concurrent_stress);
