@@ -1662,14 +1662,13 @@ static debug_header_t *describe_changed_link(text_t *t, void *block, uintptr_t l
     return sound ? h : NULL;
 }
 
-static void report_changed_link(void *block, uintptr_t link, const char *where,
+static void report_changed_link(void *block, uintptr_t link, const char *what, const char *where,
                                 bool header_readable)
 {
     text_t t;
     text_init(&t, -1);
     void *user;
-    debug_header_t *h = describe_changed_link(&t, block, link, ", not a block of its page", where,
-                                              header_readable, &user);
+    debug_header_t *h = describe_changed_link(&t, block, link, what, where, header_readable, &user);
     report("corrupted free list", user, h, text_cstr(&t));
 }
 
@@ -1682,6 +1681,22 @@ static void report_changed_link(void *block, uintptr_t link, const char *where,
  * window and only while this thread still owns the segment: the scavenger
  * may quiesce an idle-looking heap and collect its pages (heap.c, steps 2-4),
  * and then the check is skipped. */
+/* Whether `m`, the first word of the block at `at`, is the magic of a debug
+ * block (in use, in the quarantine or the reuse cache, or changing): a free
+ * block of the underlying page holds its free-list link there instead, a
+ * pointer into the page or 0, never one of these. */
+static bool magic_of_a_debug_block(uintptr_t at, uint64_t m)
+{
+    static const uint64_t magics[] = {DEBUG_MAGIC_LIVE,         DEBUG_MAGIC_FREED,
+                                      DEBUG_MAGIC_BUSY,         DEBUG_MAGIC_CHECKED_LIVE,
+                                      DEBUG_MAGIC_CHECKED_FREED, DEBUG_MAGIC_RESIZING,
+                                      DEBUG_MAGIC_REUSE};
+    for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
+        if (m == (magics[i] ^ at))
+            return true;
+    return false;
+}
+
 static void free_list_check(void *block)
 {
     segment_t *seg = ptr_segment(block);
@@ -1689,19 +1704,28 @@ static void free_list_check(void *block)
         return;
     page_t *page = segment_page_of(seg, block);
     uintptr_t next = 0, owner = tls_debug_heap ? tls_debug_heap->thread_id : 0;
+    const char *what = ", not a block of its page";
     busy_enter();
     if (owner != 0 && atomic_load_explicit(&seg->thread_id, memory_order_acquire) == owner &&
         page->kind == PAGE_SMALL && page->free != NULL) {
         uintptr_t link = (uintptr_t)page->free, start = (uintptr_t)page_start(page);
         size_t bs = page->block_size;
-        if (!page_is_carved_block(link, start, bs, page->capacity)) {
+        bool carved = page_is_carved_block(link, start, bs, page->capacity);
+        /* A link to a block of the page that is not free (review finding: a
+         * link written to point at a live neighbour handed that block out
+         * a second time, and the report then named the neighbour). */
+        if (carved && magic_of_a_debug_block(link, *(const uint64_t *)link)) {
+            carved = false;
+            what = ", a block of its page that is not free";
+        }
+        if (!carved) {
             next = link;
             page->free = NULL;
         }
     }
     busy_leave();
     if (next != 0)
-        report_changed_link(block, next, "", true); /* ours: no one reuses it meanwhile */
+        report_changed_link(block, next, what, "", true); /* ours: no one reuses it meanwhile */
 }
 
 /* A new block of `size` user bytes, zeroed or filled with the new-memory
@@ -2348,7 +2372,7 @@ static void report_cut_list_slow(void)
     atomic_store_explicit(&cut_state, 0, memory_order_release);
     if (kind == CUT_REMOTE_LIST) {
         /* The block stayed on its page's free list: it may be in use again. */
-        report_changed_link(h, link, " (found when the blocks other threads released into its "
+        report_changed_link(h, link, ", not a block of its page", " (found when the blocks other threads released into its "
                                      "page were collected)", false);
         return;
     }

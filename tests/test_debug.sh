@@ -98,6 +98,7 @@ expect usable_size_freed    "malloc_usable_size of a freed block"               
 expect free_list_write      "corrupted free list"                                  allocate_victim
 expect remote_free_list_write "corrupted free list"                                 -
 expect quarantine_link_write "corrupted block header"                               -
+expect free_list_link_to_a_live_block "corrupted free list"                          allocate_victim
 expect quarantine_link_loop "corrupted block header"                                - LOOP=self HOW=trim
 expect quarantine_link_loop "corrupted block header"                                - LOOP=back HOW=trim
 expect quarantine_link_loop "corrupted block header"                                - LOOP=self HOW=verify
