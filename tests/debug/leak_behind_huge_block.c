@@ -32,7 +32,12 @@ int main(void)
         return 2;
     }
     ((void *volatile *)a)[(15 * MiB) / sizeof(void *)] = lost; /* never filled: A's middle */
-    free(a);                    /* over the quarantine's bound: to the huge cache at once */
+    /* Run with a 20 MiB quarantine: A waits there (a block bigger than the
+     * quarantine would keep its address reserved, debug.c's big_freed),
+     * until 5 MiB more push it out, into the huge cache, its pages as
+     * they are. */
+    free(a);
+    free(malloc(5 * MiB));
     char *b = malloc(11 * MiB); /* A's mapping, as it is */
     if (b != a) {
         printf("no reuse: the 11 MiB block did not get the 16 MiB block's mapping\n");
