@@ -2111,7 +2111,8 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
     if (how != DEBUG_FREE_PLAIN && size != h->size) {
         text_t t;
         text_init(&t, -1);
-        text_add(&t, "free_sized was given ");
+        text_add(&t, how == DEBUG_FREE_ALIGNED_SIZED ? "free_aligned_sized was given "
+                                                     : "free_sized was given ");
         text_add_u64(&t, size, 0);
         text_add(&t, " bytes; the block was allocated with ");
         text_add_u64(&t, h->size, 0);

@@ -82,6 +82,7 @@ expect free_interior_huge    "free of an interior pointer"                      
 expect free_interior_copied_header "free of an interior pointer"                    allocate_victim
 expect free_aligned_minus_16 "free of an interior pointer"                          allocate_victim_aligned
 expect free_sized_wrong     "free with the wrong size"                             allocate_victim
+expect free_sized_wrong     "free with the wrong size"                             allocate_victim ALIGNED=1
 expect free_aligned_wrong   "free with the wrong alignment"                        allocate_victim_aligned
 expect overflow             "heap-buffer-overflow"                                 allocate_victim
 expect header_write         "corrupted block header"                               allocate_victim
@@ -124,6 +125,13 @@ expect coroutine_stack_replaced_fixed_frames "double free"                      
 
 # The details that only some reports carry.
 begin_case details
+# Each sized free names its own call (free_aligned_sized's said free_sized).
+{ EBB_DEBUG=1 "$D/free_sized_wrong" >/dev/null 2>"$TMP/fs"; } 2>/dev/null
+grep -q '^  free_sized was given 99 bytes; the block was allocated with 100$' "$TMP/fs" ||
+    { fail "free_sized's wrong size should be named"; show "$TMP/fs"; }
+{ EBB_DEBUG=1 ALIGNED=1 "$D/free_sized_wrong" >/dev/null 2>"$TMP/fs"; } 2>/dev/null
+grep -q '^  free_aligned_sized was given 99 bytes; the block was allocated with 100$' "$TMP/fs" ||
+    { fail "free_aligned_sized's wrong size should be named so"; show "$TMP/fs"; }
 # A quarantine drained by the background thread's pass, the program asleep:
 # the changed header is reported from there (review finding: a crash).
 { EBB_DEBUG=1 timeout 60 "$D/quarantine_link_write_idle" >"$TMP/qi.out" 2>"$TMP/qi"; } 2>/dev/null
