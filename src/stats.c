@@ -366,7 +366,7 @@ static void stats_report(int fd, const char *when)
     /* One write for the whole report (about 3 KiB; 8 with every class in
      * use): the reports of a forking program's processes, sharing a file or
      * a pipe, interleaved mid-line when each went out 512 bytes at a time
-     * (review finding). At exit, one process at a time. */
+     * (review finding). One report at a time in a process (report_begin). */
     static char spool[16384] ebb_cold_bss;
     text_t t;
     text_init_spool(&t, fd, spool, sizeof spool);
@@ -494,15 +494,45 @@ void stats_init(void)
  * same reports are an at_quick_exit handler too, registered by ebb's
  * constructor (stats_register_quick_exit), so they run after the handlers
  * the program registers later. */
+/* One report at a time in a process: exit in one thread and quick_exit in
+ * another both run the reports, which share static buffers (the spool, the
+ * class table); side by side, one printed the other's figures, cut mid-line
+ * (review finding). A later one waits for the first, up to 5 s (a thread
+ * cancelled inside a write never lets go); a handler that interrupted its own
+ * thread's report makes none. True if this thread may report. */
+static _Atomic(int) report_owner; /* the reporting thread's id, 0: none */
+
+static bool report_begin(void)
+{
+    int me = os_gettid();
+    for (int waited_ms = 0;; waited_ms++) {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&report_owner, &expected, me))
+            return true;
+        if (expected == me)
+            return false;
+        if (waited_ms >= 5000)
+            return true; /* unowned for good: better a report than none */
+        os_sleep_ms(1);
+    }
+}
+
+static void report_end(void)
+{
+    int me = os_gettid();
+    atomic_compare_exchange_strong(&report_owner, &me, 0);
+}
+
 __attribute__((destructor)) static void stats_at_exit(void)
 {
-    if (option_get(OPT_STATS)) {
+    if (option_get(OPT_STATS) && report_begin()) {
         bool opened;
         int fd = stats_open_output(&opened);
         if (fd >= 0) {
             stats_report(fd, "at exit");
             text_report_close(fd, opened);
         }
+        report_end();
     }
     trace_process_exiting();
     leak_report_at_exit(); /* debug mode (leak.c); last: it may end the process */

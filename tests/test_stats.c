@@ -1518,6 +1518,108 @@ static void settle_the_c_library(void)
 }
 #endif
 
+#ifndef STATS_EBB_NAMES
+#include <fcntl.h>
+
+/* Review finding (stop 50): exit in one thread and quick_exit in another ran
+ * two EBB_STATS reports at once; sharing the report's static buffers, one
+ * printed the other's figures, cut mid-line. The child: its stderr, a pipe
+ * of one page, is full, so the report main's exit makes blocks in its write;
+ * meanwhile a second thread takes a 3 GiB block (a huge block main's report
+ * never saw) and calls quick_exit. */
+static atomic_int two_exits_main_exiting;
+
+static void two_exits_mark(void)
+{
+    atomic_store(&two_exits_main_exiting, 1);
+}
+
+static void *two_exits_quick(void *arg)
+{
+    while (!atomic_load(&two_exits_main_exiting))
+        usleep(1000);
+    usleep(300000); /* main's report is gathered, its write blocked */
+    volatile char *p = malloc((size_t)3 << 30);
+    if (p)
+        p[0] = 1;
+    quick_exit(0);
+    return arg;
+}
+
+static int child_exit_beside_a_quick_exit(void)
+{
+    char junk[256];
+    memset(junk, 'x', sizeof junk);
+    junk[255] = '\n';
+    int fl = fcntl(2, F_GETFL);
+    fcntl(2, F_SETFL, fl | O_NONBLOCK);
+    while (write(2, junk, sizeof junk) > 0) {
+    }
+    fcntl(2, F_SETFL, fl);
+    pthread_t t;
+    if (pthread_create(&t, NULL, two_exits_quick, NULL) != 0)
+        return 2;
+    atexit(two_exits_mark);
+    return 0;
+}
+
+static void reports_of_two_exits_at_once_stay_whole(void)
+{
+    int pipe_fd[2];
+    REQUIRE(pipe(pipe_fd) == 0, "pipe failed");
+    REQUIRE(fcntl(pipe_fd[1], F_SETPIPE_SZ, 4096) > 0, "F_SETPIPE_SZ failed");
+    size_t n_env = 0;
+    while (environ[n_env])
+        n_env++;
+    char **envp = calloc(n_env + 2, sizeof *envp);
+    REQUIRE(envp != NULL, "calloc failed");
+    size_t k = 0;
+    for (size_t i = 0; i < n_env; i++)
+        if (strncmp(environ[i], "EBB_STATS", 9) != 0 && strncmp(environ[i], "CHECK_ONLY=", 11) != 0)
+            envp[k++] = environ[i];
+    envp[k++] = (char *)"EBB_STATS=1";
+    envp[k] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, pipe_fd[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, pipe_fd[1], 2);
+    posix_spawn_file_actions_addclose(&fa, pipe_fd[0]);
+    char *argv[] = {(char *)"test_stats", (char *)"--exit-beside-quick-exit", NULL};
+    fflush(stdout);
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(pipe_fd[1]);
+    REQUIRE(rc == 0, "posix_spawn failed: %d", rc);
+    usleep(1000000); /* both exits under way, the first report blocked */
+    static char out[65536];
+    size_t len = 0;
+    ssize_t got;
+    while (len < sizeof out - 1 && (got = read(pipe_fd[0], out + len, sizeof out - 1 - len)) > 0)
+        len += (size_t)got;
+    out[len] = '\0';
+    close(pipe_fd[0]);
+    int status;
+    CHECK(check_wait_child(pid, &status, 30), "the child should exit");
+    free(envp);
+    /* Every report whole: its header, then its end marker before any other
+     * header; none with the other's huge block in the report main began. */
+    int reports = 0, broken = 0;
+    const char *at = out;
+    while ((at = strstr(at, "== ebb stats: pid ")) != NULL) {
+        reports++;
+        const char *end = strstr(at, "\n== end of ebb stats ==\n");
+        const char *next = strstr(at + 1, "== ebb stats: pid ");
+        if (end == NULL || (next != NULL && next < end))
+            broken++;
+        at++;
+    }
+    printf("    info: %d reports, %d broken\n", reports, broken);
+    CHECK(reports >= 1 && broken == 0, "the reports at exit should each be whole; %d of %d were not. "
+          "The output's last 1500 bytes:\n%s", broken, reports, len > 1500 ? out + len - 1500 : out);
+}
+#endif
+
 int main(int argc, char **argv)
 {
 #ifndef STATS_EBB_NAMES
@@ -1525,6 +1627,8 @@ int main(int argc, char **argv)
         return child_exit_from_a_handler_inside_a_locked_call(false);
     if (argc == 2 && strcmp(argv[1], "--quick-exit-in-handler") == 0)
         return child_exit_from_a_handler_inside_a_locked_call(true);
+    if (argc == 2 && strcmp(argv[1], "--exit-beside-quick-exit") == 0)
+        return child_exit_beside_a_quick_exit();
 #else
     (void)argc;
     (void)argv;
@@ -1548,6 +1652,7 @@ int main(int argc, char **argv)
     RUN_CASE(telemetry_from_a_handler_inside_a_locked_allocator_call_gets_edeadlk);
     RUN_CASE(telemetry_from_a_handler_on_a_small_alternate_stack);
     RUN_CASE(exit_from_a_handler_inside_a_locked_call_skips_the_stats_report);
+    RUN_CASE(reports_of_two_exits_at_once_stay_whole);
 #endif
     RUN_CASE(live_bytes_return_to_start_after_a_concurrent_stress);
     return check_finish();
