@@ -801,9 +801,11 @@ static void purge_start_thread(void)
      * scavenger gets SCHED_OTHER (lowering a policy needs no privilege); any
      * other policy is inherited as it is (SCHED_IDLE to SCHED_OTHER could need
      * one, and a refused pthread_create would leave no scavenger at all). The
-     * CPU affinity and nice value stay the starter's too: the program chose
-     * them for its threads, and this thread runs for them. */
-    if (os_thread_realtime()) {
+     * CPU affinity and nice value stay the starter's too (but for a nice value
+     * SCHED_RESET_ON_FORK resets): the program chose them for its threads,
+     * and this thread runs for them. */
+    bool realtime = os_thread_realtime();
+    if (realtime) {
         struct sched_param param = {.sched_priority = 0};
         pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
         pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
@@ -814,6 +816,12 @@ static void purge_start_thread(void)
     bool room = os_thread_room(SCAVENGER_ROOM_THREADS);
     _Atomic(unsigned) *count = os_libc_thread_count(); /* holding no lock of ours: dlvsym */
     int rc = room ? pthread_create(&tid, &attr, scavenger_main, (void *)count) : EAGAIN;
+    if (rc != 0 && room && realtime) {
+        /* The policy is set on the new thread by its id, which a sandbox
+         * (seccomp) may refuse: better a real-time scavenger than none. */
+        pthread_attr_setinheritsched(&attr, PTHREAD_INHERIT_SCHED);
+        rc = pthread_create(&tid, &attr, scavenger_main, (void *)count);
+    }
     if (rc == 0) /* before the program runs on: the leak report knows it by
                   * name too (purge_thread_tid) */
         pthread_setname_np(tid, PURGE_THREAD_NAME);
@@ -958,6 +966,9 @@ void purge_fork_child(void)
     pthread_mutex_init(&wake_mutex, NULL);
     pthread_cond_init(&wake_cond, NULL);
     atomic_store_explicit(&scavenger_tid, 0, memory_order_relaxed);
+    /* A child forked after its parent's leak report began (a destructor
+     * that runs after ebb's) is a process of its own, with its own exit. */
+    atomic_store_explicit(&thread_forbidden, false, memory_order_relaxed);
     int state = atomic_load(&thread_state);
     if (state != THREAD_DISABLED) {
         atomic_store(&thread_state, THREAD_NONE);

@@ -42,6 +42,7 @@
  *   DESIGN  DESIGN.md "Giving memory back" (retention bounds, no wake-ups)
  */
 #include "check.h"
+#include "seccomp_filter.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -7901,10 +7902,10 @@ static void the_scavenger_exits_for_threads_that_all_finished_as_it_started(void
  * made a real-time scavenger whose passes preempt the program's ordinary
  * threads. It now runs SCHED_OTHER whatever started it; a starter with an
  * ordinary policy passes it on as before (SCHED_BATCH here). */
-static void scavenger_started_under(int policy, int priority, int expected)
+static void scavenger_started_under(int policy, int priority, int expected, int expected_priority)
 {
     struct sched_param sp = {.sched_priority = priority};
-    int rc = pthread_setschedparam(pthread_self(), policy, &sp);
+    int rc = sched_getscheduler(0) == policy ? 0 : pthread_setschedparam(pthread_self(), policy, &sp);
     if (rc != 0) {
         SKIP_CHECK("this process may not take scheduling policy %d (%s): nothing to start "
                    "the scavenger under", policy, strerror(rc));
@@ -7922,22 +7923,45 @@ static void scavenger_started_under(int policy, int priority, int expected)
     int got = sched_getscheduler(tid);
     struct sched_param got_param = {0};
     sched_getparam(tid, &got_param);
-    CHECK(got == expected && got_param.sched_priority == 0,
+    CHECK(got == expected && got_param.sched_priority == expected_priority,
           "started by a thread of policy %d, priority %d, the scavenger should run policy %d, "
-          "priority 0; it runs policy %d, priority %d", policy, priority, expected, got,
-          got_param.sched_priority);
+          "priority %d; it runs policy %d, priority %d", policy, priority, expected,
+          expected_priority, got, got_param.sched_priority);
     sp.sched_priority = 0;
-    pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp); /* refused in the sandbox: no matter */
 }
 
 static void child_a_real_time_starter_gives_the_scavenger_no_real_time_policy(void)
 {
-    scavenger_started_under(SCHED_FIFO, 1, SCHED_OTHER);
+    scavenger_started_under(SCHED_FIFO, 1, SCHED_OTHER, 0);
 }
 
 static void child_a_batch_starter_passes_its_policy_on(void)
 {
-    scavenger_started_under(SCHED_BATCH, 0, SCHED_BATCH);
+    scavenger_started_under(SCHED_BATCH, 0, SCHED_BATCH, 0);
+}
+
+/* A sandbox that refuses setting a thread's policy (sched_setscheduler,
+ * which pthread_create calls on the new thread's id for an explicit policy)
+ * must not leave the process without a scavenger: it then takes the
+ * starter's policy after all (review of the change). */
+static void child_a_real_time_starter_in_a_sandbox_still_gets_a_scavenger(void)
+{
+    struct sock_filter filter[] = {
+        SECCOMP_LOAD_NATIVE_NR,
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sched_setscheduler, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sched_param sp = {.sched_priority = 1};
+    int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    if (rc != 0) {
+        SKIP_CHECK("this process may not take SCHED_FIFO (%s)", strerror(rc));
+        return;
+    }
+    REQUIRE(seccomp_install(filter, sizeof filter / sizeof filter[0]) == 0,
+            "installing the seccomp filter failed: %s", strerror(errno));
+    scavenger_started_under(SCHED_FIFO, 1, SCHED_FIFO, 1);
 }
 
 static void the_scavenger_takes_no_real_time_policy(void)
@@ -7945,6 +7969,7 @@ static void the_scavenger_takes_no_real_time_policy(void)
     static const char *const env[] = {"EBB_DEBUG=0", "EBB_BACKGROUND=1", NULL};
     expect_child_passes("child_a_real_time_starter_gives_the_scavenger_no_real_time_policy", env, 30);
     expect_child_passes("child_a_batch_starter_passes_its_policy_on", env, 30);
+    expect_child_passes("child_a_real_time_starter_in_a_sandbox_still_gets_a_scavenger", env, 30);
 }
 
 /* ---------------------------------------------------------------------------
@@ -8327,6 +8352,7 @@ static const named_case_t child_cases[] = {
     CHILD_CASE(child_the_scavenger_exits_for_threads_that_all_finished_as_it_started),
     CHILD_CASE(child_a_real_time_starter_gives_the_scavenger_no_real_time_policy),
     CHILD_CASE(child_a_batch_starter_passes_its_policy_on),
+    CHILD_CASE(child_a_real_time_starter_in_a_sandbox_still_gets_a_scavenger),
     CHILD_CASE(child_exit_does_not_write_into_segments_it_abandoned),
     CHILD_CASE(child_a_handler_allocating_during_thread_exit_gets_its_own_heap),
     CHILD_CASE(child_segment_emptied_during_a_collect_pass_is_released),
