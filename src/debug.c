@@ -121,7 +121,7 @@ void debug_init(void)
 static uint64_t header_check(const debug_header_t *h)
 {
     uint64_t x = h->size * 0x9E3779B97F4A7C15ull;
-    x ^= ((uint64_t)h->unused << 32 | h->alloc_trace) * 0xC2B2AE3D27D4EB4Full;
+    x ^= ((uint64_t)h->shard << 32 | h->alloc_trace) * 0xC2B2AE3D27D4EB4Full;
     x ^= ((uint64_t)h->context << 8 | h->align_log2) * 0x165667B19E3779F9ull;
     x ^= ((uint64_t)h->flags << 32 | h->free_trace) * 0x27D4EB2F165667C5ull;
     return x ^ (x >> 29);
@@ -269,8 +269,14 @@ static const char report_aborting[] =
  * for a lock of the trace registry's that the interrupted report holds).
  * The bad call is ignored, as with EBB_DEBUG_ON_ERROR=continue; without it,
  * the interrupted report aborts once it is written. */
+static bool fault_report_running; /* under the report lock: report_at's, not the leak report */
+
 static void report_nested(const char *fault, const void *p)
 {
+    /* The interrupted report is the leak report, which ends in no abort:
+     * without continue, abort now (review finding: such a fault left the
+     * process to exit 0). */
+    bool abort_now = !cfg.on_error_continue && !fault_report_running;
     text_t t;
     text_init(&t, 2);
     text_add(&t, "==ebb== ERROR: ");
@@ -282,9 +288,12 @@ static void report_nested(const char *fault, const void *p)
     text_add(&t, ")\n  found by a signal handler that interrupted this thread's report of another "
                  "fault: no block details or trace\n");
     text_add(&t, cfg.on_error_continue ? report_continuing
+                 : abort_now           ? report_aborting
                                        : "==ebb== the call is ignored; the interrupted report "
                                          "aborts once it is written\n");
     text_flush(&t);
+    if (abort_now)
+        report_end();
 }
 
 /* The same, h being a copy of the header that was at h_at (verify_report,
@@ -300,6 +309,7 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
     if (cfg.depth != 0 && !in_debug) /* where a capture may list modules */
         trace_check_unloads();
     debug_report_lock();
+    fault_report_running = true;
     bool opened;
     int fd = debug_log_open(&opened);
     if (fd >= 0) {
@@ -354,6 +364,7 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
     text_add(&t, cfg.on_error_continue ? report_continuing : report_aborting);
     text_flush(&t);
     debug_log_close(fd, opened);
+    fault_report_running = false;
     debug_report_unlock();
     report_end();
 }
@@ -804,6 +815,11 @@ typedef struct shard_age_s {
 static shard_age_t shard_age[QUARANTINE_SHARDS] ebb_cold_bss;
 
 static quarantine_shard_t shards[QUARANTINE_SHARDS] ebb_cold_bss;
+
+static unsigned shard_index(const quarantine_shard_t *q)
+{
+    return (unsigned)(q - shards);
+}
 static atomic_size_t q_bytes;      /* in all shards */
 
 /* Tests (test_purge_hooks): pause the next realloc in place while it holds
@@ -1250,6 +1266,22 @@ static void leave_quarantine_all(debug_header_t *list)
     }
 }
 
+/* Whether `m`, the first word of the block at `at`, is the magic of a debug
+ * block (in use, in the quarantine or the reuse cache, or changing): a free
+ * block of the underlying page holds its free-list link there instead, a
+ * pointer into the page or 0, never one of these. */
+static bool magic_of_a_debug_block(uintptr_t at, uint64_t m)
+{
+    static const uint64_t magics[] = {DEBUG_MAGIC_LIVE,         DEBUG_MAGIC_FREED,
+                                      DEBUG_MAGIC_BUSY,         DEBUG_MAGIC_CHECKED_LIVE,
+                                      DEBUG_MAGIC_CHECKED_FREED, DEBUG_MAGIC_RESIZING,
+                                      DEBUG_MAGIC_REUSE};
+    for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
+        if (m == (magics[i] ^ at))
+            return true;
+    return false;
+}
+
 /* The quarantine's links live in the freed blocks' headers (qnext), where a
  * write past the end of the block below one can reach them, magic first (the
  * header's first word). So a link is followed only out of a header whose
@@ -1265,19 +1297,31 @@ static bool quarantined_magic(const debug_header_t *h)
     return m == (DEBUG_MAGIC_FREED ^ (uintptr_t)h) || m == (DEBUG_MAGIC_CHECKED_FREED ^ (uintptr_t)h);
 }
 
-/* A link to a block of ours already taken out of a quarantine (busy). */
-static bool quarantined_busy(const debug_header_t *h)
-{
-    return ((uintptr_t)h & (MIN_ALIGN - 1)) == 0 && segment_map_contains(h) &&
-           atomic_load_explicit(&h->magic, memory_order_relaxed) == (DEBUG_MAGIC_BUSY ^ (uintptr_t)h);
-}
-
 /* A link read from a header: to a header of ours whose magic says freed. */
 static bool quarantined_sound(const debug_header_t *h)
 {
     if (((uintptr_t)h & (MIN_ALIGN - 1)) != 0 || !segment_map_contains(h))
         return false;
     return quarantined_magic(h);
+}
+
+/* What a link to `to`, which quarantined_sound refused or which lies in
+ * shard `k`'s chain, says about the block that holds the link: false if the
+ * link is plausible and `to`'s own header was changed (its magic no debug
+ * block's, or 0), true if the link itself is wrong: it leads to a block that
+ * is not a freed one of this FIFO (one already taken, one out of the
+ * quarantine and in use again, or another FIFO's block: a drain that followed
+ * such a link took another thread's blocks, and verify wrote into another
+ * FIFO; review findings). */
+static bool quarantine_link_wrong(const debug_header_t *to, unsigned k)
+{
+    if (((uintptr_t)to & (MIN_ALIGN - 1)) != 0 || !segment_map_contains(to) ||
+        block_containing(to) != (const uint8_t *)to)
+        return true; /* not a block's start */
+    uint64_t m = atomic_load_explicit(&to->magic, memory_order_relaxed);
+    if (quarantined_magic(to))
+        return to->shard != k + 1;
+    return m != 0 && magic_of_a_debug_block((uintptr_t)to, m);
 }
 
 /* The first cut this thread made and has not reported yet: the block whose
@@ -1370,8 +1414,9 @@ static size_t shard_take_locked(quarantine_shard_t *q, size_t need, debug_header
         }
         debug_header_t *next = old->qnext;
         bool last = q->popped + 1 == q->pushed;
-        bool link_bad = (next == NULL) != last || (next != NULL && quarantined_busy(next));
-        if (link_bad || (next != NULL && !quarantined_sound(next))) {
+        bool sound = next == NULL || (quarantined_sound(next) && next->shard == shard_index(q) + 1);
+        bool link_bad = (next == NULL) != last || (!sound && quarantine_link_wrong(next, shard_index(q)));
+        if (link_bad || !sound) {
             /* old is sound: it is taken; the FIFO is cut after it (which
              * counts old as popped too). */
             size_t bytes = block_bytes(old);
@@ -1747,22 +1792,6 @@ static void report_changed_link(void *block, uintptr_t link, const char *what, c
  * window and only while this thread still owns the segment: the scavenger
  * may quiesce an idle-looking heap and collect its pages (heap.c, steps 2-4),
  * and then the check is skipped. */
-/* Whether `m`, the first word of the block at `at`, is the magic of a debug
- * block (in use, in the quarantine or the reuse cache, or changing): a free
- * block of the underlying page holds its free-list link there instead, a
- * pointer into the page or 0, never one of these. */
-static bool magic_of_a_debug_block(uintptr_t at, uint64_t m)
-{
-    static const uint64_t magics[] = {DEBUG_MAGIC_LIVE,         DEBUG_MAGIC_FREED,
-                                      DEBUG_MAGIC_BUSY,         DEBUG_MAGIC_CHECKED_LIVE,
-                                      DEBUG_MAGIC_CHECKED_FREED, DEBUG_MAGIC_RESIZING,
-                                      DEBUG_MAGIC_REUSE};
-    for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
-        if (m == (magics[i] ^ at))
-            return true;
-    return false;
-}
-
 static void free_list_check(void *block)
 {
     segment_t *seg = ptr_segment(block);
@@ -1854,7 +1883,7 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
         free_list_check(h);
     }
     h->size = size;
-    h->unused = 0;
+    h->shard = 0;
     h->alloc_trace = capture();
     h->free_trace = 0;
     h->context = debug_context_current();
@@ -2034,8 +2063,8 @@ static bool report_big_freed(const void *p, call_t call)
     if (!big_freed_find(p, &copy, &h_at))
         return false;
     report_at(fault_freed[call], p, &copy, h_at,
-              "the block was bigger than the whole quarantine (EBB_DEBUG_QUARANTINE), so it went "
-              "back as it was freed");
+              "the block was bigger than the whole quarantine (EBB_DEBUG_QUARANTINE): it never "
+              "waited there");
     return true;
 }
 
@@ -2095,7 +2124,8 @@ static void free_block(debug_header_t *h, bool canary_checked, call_t call)
             report_overflow(h, bad, "found at free");
     }
     h->free_trace = capture();
-    h->check = header_check(h); /* which covers the free trace */
+    h->shard = own_shard() + 1; /* the FIFO quarantine_push puts it on */
+    h->check = header_check(h); /* which covers the free trace and the shard */
     freed_fill(h, tail);
     atomic_store_explicit(&h->magic, DEBUG_MAGIC_FREED ^ (uintptr_t)h, memory_order_release);
     quarantine_push(h, usable);
@@ -2823,16 +2853,24 @@ static void verify_huge(segment_t *seg, void *arg)
     verify_block(arg, (debug_header_t *)((uint8_t *)seg + seg->block_offset));
 }
 
-/* A chain of sound links longer than its count of `n` blocks from `first`:
+/* A chain of sound links (to freed blocks of FIFO k) longer than its count
+ * of `n` blocks from `first`:
  * where it loops back, the block whose link closes the loop (the one a write
  * changed), found with two walkers at one and two steps (Floyd's); `seen` if
  * it does not loop within 2n steps (its end lies in another chain). */
-static debug_header_t *quarantine_loop_closer(debug_header_t *first, uint64_t n, debug_header_t *seen)
+/* A link of shard k's chain to a freed block of the same FIFO. */
+static bool quarantine_link_in_shard(const debug_header_t *to, unsigned k)
+{
+    return to != NULL && quarantined_sound(to) && to->shard == k + 1;
+}
+
+static debug_header_t *quarantine_loop_closer(debug_header_t *first, uint64_t n, debug_header_t *seen,
+                                              unsigned k)
 {
     debug_header_t *slow = first, *fast = first;
     for (uint64_t i = 0; i <= 2 * n; i++) {
-        if (fast == NULL || fast->qnext == NULL || !quarantined_sound(fast->qnext) ||
-            !quarantined_sound(fast->qnext->qnext))
+        if (fast == NULL || !quarantine_link_in_shard(fast->qnext, k) ||
+            !quarantine_link_in_shard(fast->qnext->qnext, k))
             return seen;
         slow = slow->qnext;
         fast = fast->qnext->qnext;
@@ -2851,19 +2889,28 @@ static debug_header_t *quarantine_loop_closer(debug_header_t *first, uint64_t n,
     return seen;
 }
 
-/* Under q's lock: end q's FIFO at `end`, a block on its chain whose link is
- * wrong, as a drain that reached it would (shard_cut_locked), so that the
- * drain finds a sound FIFO and does not report it a second time; the bytes
- * of the blocks dropped, counted out of the quarantine. */
+/* Under q's lock: end q's FIFO at `end`, a block on its chain (reached
+ * through links to this FIFO's blocks only, so it is this FIFO's) whose link
+ * is wrong or leads to a changed header, as a drain that reached it would
+ * (shard_cut_locked), so that the drain finds a sound FIFO and does not
+ * report it a second time; NULL: its first block's header was changed, and
+ * all of it goes. The bytes of the blocks dropped, counted out of the
+ * quarantine. */
 static size_t shard_end_at_locked(quarantine_shard_t *q, debug_header_t *end)
 {
-    uint64_t kept = 1;
-    size_t kept_bytes = block_bytes(end);
-    for (debug_header_t *h = q->first; h != end; h = h->qnext) {
-        kept++;
-        kept_bytes += block_bytes(h);
+    uint64_t kept = 0;
+    size_t kept_bytes = 0;
+    if (end != NULL) {
+        kept = 1;
+        kept_bytes = block_bytes(end);
+        for (debug_header_t *h = q->first; h != end; h = h->qnext) {
+            kept++;
+            kept_bytes += block_bytes(h);
+        }
+        end->qnext = NULL;
+    } else {
+        q->first = NULL; /* its first block's header was changed: all of it */
     }
-    end->qnext = NULL;
     q->last = end;
     q->popped = q->pushed - kept;
     size_t dropped = q->bytes > kept_bytes ? q->bytes - kept_bytes : 0;
@@ -2884,34 +2931,49 @@ static void verify_quarantine(verify_t *v)
         quarantine_shard_t *q = &shards[k];
         lock_acquire(&q->lock);
         uint64_t count = q->pushed - q->popped;
-        debug_header_t *h = q->first, *bad_at = NULL;
-        for (uint64_t left = count; h != NULL && left > 0 && quarantined_magic(h); left--) {
+        /* blamed: the block whose link is wrong (link_wrong) or whose header
+         * was changed; end: where the FIFO now ends (NULL: nothing kept). */
+        debug_header_t *h = q->first, *blamed = NULL, *end = NULL;
+        bool link_wrong = false;
+        if (h != NULL && !quarantined_magic(h))
+            blamed = h; /* the front block's own header */
+        for (uint64_t left = count; h != NULL && blamed == NULL && left > 0; left--) {
             debug_header_t *next = h->qnext;
-            if ((next == NULL) != (left == 1) || (next != NULL && !quarantined_sound(next))) {
-                bad_at = h;
-                break;
+            if (next == NULL ? left != 1 : left == 1) {
+                blamed = end = h; /* the chain ends before its count, or goes on past it */
+                link_wrong = true;
+                if (next != NULL && quarantine_link_in_shard(next, k))
+                    blamed = end = quarantine_loop_closer(q->first, count, h, k);
+            } else if (next != NULL && !quarantine_link_in_shard(next, k)) {
+                link_wrong = quarantine_link_wrong(next, k);
+                blamed = link_wrong ? h : next;
+                end = h;
             }
             h = next;
         }
         uintptr_t link = 0;
         size_t dropped = 0;
-        if (bad_at) {
-            if (bad_at->qnext != NULL && quarantined_sound(bad_at->qnext))
-                bad_at = quarantine_loop_closer(q->first, count, bad_at);
-            link = (uintptr_t)bad_at->qnext;
-            dropped = shard_end_at_locked(q, bad_at);
+        if (blamed) {
+            link = (uintptr_t)blamed->qnext;
+            dropped = shard_end_at_locked(q, end);
         }
         lock_release(&q->lock);
-        if (bad_at) {
+        if (blamed) {
             text_t t;
             text_init(&t, -1);
-            text_add(&t, "found by ebb_debug_verify: the block's quarantine link was changed to ");
-            text_add_hex(&t, link);
-            text_add(&t, ", not the next freed block in line (a write into its header); the "
-                         "blocks freed after it in this quarantine (");
+            if (link_wrong) {
+                text_add(&t, "found by ebb_debug_verify: the block's quarantine link was changed "
+                             "to ");
+                text_add_hex(&t, link);
+                text_add(&t, ", not the next freed block in line (a write into its header)");
+            } else {
+                text_add(&t, "found by ebb_debug_verify: ");
+                text_add(&t, header_changed_in_quarantine);
+            }
+            text_add(&t, "; the blocks freed after it in this quarantine (");
             text_add_long(&t, (long)dropped);
             text_add(&t, " bytes) are dropped, never reused");
-            verify_keep(v, "corrupted block header", default_user_of(bad_at), NULL, text_cstr(&t));
+            verify_keep(v, "corrupted block header", default_user_of(blamed), NULL, text_cstr(&t));
         }
     }
 }

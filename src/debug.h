@@ -34,7 +34,9 @@ typedef struct debug_header_s {
      * quarantine claim it the same way first (debug.c, "Claiming a block"). */
     _Atomic(uint64_t) magic;
     uint64_t size;       /* requested */
-    uint32_t unused;     /* 0 (the user pointer's offset was here: debug_offset) */
+    uint32_t shard;      /* a freed block: its quarantine FIFO + 1 (a link from
+                            another FIFO's block to it is a changed link);
+                            0 while live */
     uint32_t alloc_trace;
     uint32_t free_trace;
     uint16_t context;

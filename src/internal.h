@@ -1009,6 +1009,8 @@ void os_unmap(void *p, size_t size);
  * can take the addresses until os_unmap. False (the range as it was) if the
  * kernel refused. */
 bool os_reserve_in_place(void *p, size_t size);
+/* No RLIMIT_AS: address space costs nothing the program could run short of. */
+bool os_address_space_unlimited(void);
 /* Whether a mapping of `size` bytes could be granted at all: not above
  * os_info.map_max, nor above what the kernel's overcommit heuristic grants
  * (os_overcommit_allows), nor above the address-space limit (RLIMIT_AS, read
@@ -1751,7 +1753,10 @@ void huge_counts(huge_counts_t *out);
  * given back but its address range stays reserved, inaccessible, so that no
  * new mapping takes it while a second free of the old pointer must still be
  * told from a new block's (debug.c, big_freed). The bytes reserved; 0 if the
- * kernel refused (the mapping was then unmapped). */
+ * kernel refused (the mapping was then unmapped) or the process has an
+ * RLIMIT_AS (the block was then freed as any other: reserved ranges would
+ * take address space from the program's own mmap and thread stacks, which
+ * cannot ask ebb to give them back; review finding). */
 size_t huge_free_reserved(segment_t *seg);
 /* The reservation ends. */
 void huge_unreserve(void *p, size_t size);

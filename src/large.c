@@ -747,6 +747,10 @@ static atomic_size_t huge_reserved_bytes; /* huge_free_reserved */
 
 size_t huge_free_reserved(segment_t *seg)
 {
+    if (!os_address_space_unlimited()) {
+        huge_free(seg);
+        return 0;
+    }
     huge_count_live(seg, false);
     segment_map_set(seg, false);
     size_t size = seg->map_size;

@@ -1703,6 +1703,15 @@ void os_unmap(void *p, size_t size)
     errno = saved;
 }
 
+bool os_address_space_unlimited(void)
+{
+    int saved = errno;
+    struct rlimit rl;
+    bool unlimited = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY;
+    errno = saved;
+    return unlimited;
+}
+
 bool os_reserve_in_place(void *p, size_t size)
 {
     int saved = errno;

@@ -6,10 +6,42 @@
  * stays reserved while debug mode remembers the block: the new block lies
  * elsewhere, the second free is a double free with its traces, and the new
  * block is untouched ("survived" with EBB_DEBUG_ON_ERROR=continue). */
+#include <sys/mman.h>
+
 #include "fault.h"
 
-int main(void)
+/* "address-space", run under ulimit -v: five 100 MiB blocks freed must leave
+ * the program room for its own mmap of 300 MiB and a thread (reserved ranges
+ * under RLIMIT_AS took it: review finding). */
+static void *nothing(void *arg)
 {
+    return arg;
+}
+
+static int address_space_left(void)
+{
+    for (int i = 0; i < 5; i++) {
+        char *p = malloc((size_t)100 << 20);
+        if (p == NULL)
+            return 5;
+        memset(p, 1, 4096);
+        free(p);
+    }
+    void *m = mmap(NULL, (size_t)300 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return 6;
+    munmap(m, (size_t)300 << 20);
+    pthread_t t;
+    if (pthread_create(&t, NULL, nothing, NULL) != 0)
+        return 7;
+    pthread_join(t, NULL);
+    return survived();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "address-space") == 0)
+        return address_space_left();
     size_t n = (size_t)20 << 20;
     char *p = allocate_victim(n);
     announce(p);

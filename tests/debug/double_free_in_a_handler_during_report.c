@@ -5,7 +5,7 @@
  * the report lock its own thread holds (review finding: the process hung
  * before even the first report was written). Expected: both reports, the
  * handler's a short one; then abort, or with EBB_DEBUG_ON_ERROR=continue
- * "survived". */
+ * "survived". With "at-exit" the fault interrupts the leak report instead. */
 #include <signal.h>
 
 #include "fault.h"
@@ -20,7 +20,9 @@ static void on_child(int sig)
         free(stale); /* the second fault, inside the first one's report */
 }
 
-int main(void)
+static void *volatile lost;
+
+int main(int argc, char **argv)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -29,6 +31,13 @@ int main(void)
     sigaction(SIGCHLD, &sa, NULL);
     stale = allocate_victim(40);
     free(stale);
+    if (argc > 1 && strcmp(argv[1], "at-exit") == 0) {
+        /* The fault comes during the leak report instead, which symbolizes
+         * the lost block's trace with addr2line; it must abort. */
+        lost = allocate_victim(123);
+        lost = NULL;
+        return 0;
+    }
     char *p = allocate_victim(100);
     printf("victim=%p\n", (void *)p);
     fflush(stdout);

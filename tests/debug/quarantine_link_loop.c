@@ -1,6 +1,10 @@
 /* A freed block's quarantine link (in its header, where a stray write past
  * the block below can reach it) turned back: to the block itself
- * (LOOP=self) or to a block freed before it (LOOP=back). Found by
+ * (LOOP=self) or to a block freed before it (LOOP=back); or turned to a block
+ * of another thread's quarantine FIFO (LOOP=other: the drain took the other
+ * thread's blocks, and verify wrote into that FIFO without its lock and
+ * wrapped the quarantine's byte count; review of the first fix); or the
+ * block's magic zeroed (LOOP=magic: verify named the block before it). Found by
  * ebb_debug_verify (HOW=verify) or by a drain of the whole quarantine
  * (HOW=trim, malloc_trim); both must report the block whose link changed.
  * Review finding: the drain took the same blocks again and again, spinning
@@ -9,9 +13,20 @@
  * EBB_DEBUG_ON_ERROR=continue the program then checks that no block is
  * handed out twice: "survived" if all is sound. */
 #include <malloc.h>
+#include <pthread.h>
 
 #include "ebb.h"
 #include "fault.h"
+
+static char *theirs[2]; /* freed by another thread: its own FIFO */
+
+static void *free_theirs(void *arg)
+{
+    (void)arg;
+    free(theirs[0]);
+    free(theirs[1]);
+    return NULL;
+}
 
 int main(void)
 {
@@ -23,9 +38,20 @@ int main(void)
     free(b);
     free(a);
     free(c); /* the FIFO: b, a, c */
+    theirs[0] = malloc(200);
+    theirs[1] = malloc(200);
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_theirs, NULL) != 0)
+        return 2;
+    pthread_join(t, NULL);
     /* a's header (48 bytes in the default layout) ends with its link. */
     char **link_of_a = (char **)(a - 16);
-    *link_of_a = strcmp(loop, "self") == 0 ? a - 48 : b - 48;
+    if (strcmp(loop, "magic") == 0)
+        *(uint64_t *)(a - 48) = 0;
+    else
+        *link_of_a = strcmp(loop, "self") == 0   ? a - 48
+                     : strcmp(loop, "back") == 0 ? b - 48
+                                                 : theirs[0] - 48;
     if (strcmp(how, "verify") == 0)
         printf("verify found %zu\n", ebb_debug_verify());
     else
@@ -51,6 +77,10 @@ int main(void)
     }
     malloc_trim(0);
     size_t problems = ebb_debug_verify();
-    printf("clobbered=%d verify=%zu\n", clobbered, problems);
-    return clobbered == 0 && problems == 0 ? survived() : 1;
+    struct ebb_stats st = {.version = EBB_STATS_VERSION};
+    ebb_stats_get(&st);
+    printf("clobbered=%d verify=%zu quarantine=%llu\n", clobbered, problems,
+           (unsigned long long)st.debug_quarantine_bytes);
+    /* After a trim the quarantine holds nothing (a wrapped count read 2^64 - 192). */
+    return clobbered == 0 && problems == 0 && st.debug_quarantine_bytes == 0 ? survived() : 1;
 }
