@@ -1479,78 +1479,24 @@ static void prefetch_block(const debug_header_t *h)
  * such a pointer: if its address serves a new block, that block answers.
  * The pointer is kept inverted: ebb's data is a root of the leak report, and
  * a plain copy made a lost block at that address reachable (review finding).
- * A huge block's address range stays reserved while it is remembered, no
- * page behind it (huge_free_reserved): released at once, its mapping was the
- * huge cache's, and the next request of its size got the same address; a
- * second free of the old pointer then freed the new block, unreported
- * (review finding). The reservation ends when the record is overwritten, or
- * when the OS refuses a request (big_freed_unreserve_all). */
+ */
 #define BIG_FREED_MAX 16
 static struct {
     lock_t lock;
     unsigned next;
-    size_t reserved_count; /* records holding a reservation */
     struct {
         uintptr_t user_inverted; /* ~user pointer */
         debug_header_t header;
-        void *reserved; /* the reserved range (NULL: none) */
-        size_t reserved_size;
     } at[BIG_FREED_MAX];
 } big_freed ebb_cold_bss;
 
-/* Remember a block: its header (h, or the copy `header` of the one at h_at),
- * and the range `reserved` holds for it. A reservation of the record it
- * overwrites ends. */
-static void big_freed_note_at(const debug_header_t *header, uintptr_t h_at, void *reserved,
-                              size_t reserved_size)
+static void big_freed_note(debug_header_t *h)
 {
     lock_acquire(&big_freed.lock);
     unsigned i = big_freed.next++ % BIG_FREED_MAX;
-    void *old = big_freed.at[i].reserved;
-    size_t old_size = big_freed.at[i].reserved_size;
-    big_freed.at[i].user_inverted = ~(h_at + debug_offset(header));
-    memcpy(&big_freed.at[i].header, header, sizeof *header);
-    big_freed.at[i].reserved = reserved;
-    big_freed.at[i].reserved_size = reserved_size;
-    if (reserved != NULL)
-        big_freed.reserved_count++;
-    if (old != NULL)
-        big_freed.reserved_count--;
+    big_freed.at[i].user_inverted = ~(uintptr_t)user_of(h);
+    memcpy(&big_freed.at[i].header, h, sizeof *h);
     lock_release(&big_freed.lock);
-    if (old != NULL)
-        huge_unreserve(old, old_size);
-}
-
-static void big_freed_note(debug_header_t *h)
-{
-    big_freed_note_at(h, (uintptr_t)h, NULL, 0);
-}
-
-/* The OS refused a request: the reserved ranges go back (their records stay,
- * so a second free of such a block is still named, unless a new block has
- * taken its address). True if any did. */
-static bool big_freed_unreserve_all(void)
-{
-    void *ranges[BIG_FREED_MAX];
-    size_t sizes[BIG_FREED_MAX], n = 0;
-    lock_acquire(&big_freed.lock);
-    for (unsigned k = 0; k < BIG_FREED_MAX; k++) {
-        if (big_freed.at[k].reserved != NULL) {
-            ranges[n] = big_freed.at[k].reserved;
-            sizes[n++] = big_freed.at[k].reserved_size;
-            big_freed.at[k].reserved = NULL;
-        }
-    }
-    big_freed.reserved_count = 0;
-    lock_release(&big_freed.lock);
-    for (size_t i = 0; i < n; i++)
-        huge_unreserve(ranges[i], sizes[i]);
-    return n > 0;
-}
-
-static bool big_freed_reserving(void)
-{
-    return __atomic_load_n(&big_freed.reserved_count, __ATOMIC_RELAXED) != 0;
 }
 
 /* The header of the remembered block whose user pointer p was; false if none. */
@@ -1587,17 +1533,6 @@ void debug_quarantine_hold(bool hold)
 static void quarantine_push(debug_header_t *h, size_t bytes)
 {
     if (bytes > cfg.quarantine_max) {
-        /* Too big to wait: remembered, and released now. Its fill was just
-         * written, so it has nothing to check; a huge block's range stays
-         * reserved (big_freed). */
-        segment_t *seg = ptr_segment(h);
-        if (seg->kind == SEGMENT_HUGE && block_claim(h, DEBUG_MAGIC_FREED, DEBUG_MAGIC_BUSY)) {
-            debug_header_t copy;
-            memcpy(&copy, h, sizeof copy);
-            size_t reserved = huge_free_reserved(seg);
-            big_freed_note_at(&copy, (uintptr_t)h, reserved ? (void *)seg : NULL, reserved);
-            return;
-        }
         big_freed_note(h);
         leave_quarantine(h);
         return;
@@ -1862,8 +1797,7 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
     if (h == NULL) {
         int saved_errno = errno;
         h = alloc_generic_in_fresh(heap, total, alignment, &zeroed);
-        if (h == NULL && room == 0 &&
-            (debug_quarantine_bytes() + debug_reuse_bytes() > 0 || big_freed_reserving()) &&
+        if (h == NULL && room == 0 && debug_quarantine_bytes() + debug_reuse_bytes() > 0 &&
             os_size_mappable(total)) {
             /* The OS refused (SPEC, failure contract: caches and standby
              * memory go back before a request fails). The freed blocks
@@ -1874,7 +1808,6 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
              * nothing; nor for realloc's try with headroom, which tries
              * again without it first. */
             debug_quarantine_flush();
-            big_freed_unreserve_all(); /* address space, under RLIMIT_AS */
             h = alloc_generic_in_fresh(heap, total, alignment, &zeroed);
         }
         if (h == NULL)

@@ -1004,13 +1004,6 @@ void *os_map_aligned(size_t size, size_t align, size_t align_offset);
  * after the mapping, so that it can later grow in place. */
 void *os_map_aligned_room(size_t size, size_t room, size_t align, size_t align_offset);
 void os_unmap(void *p, size_t size);
-/* Replace [p, p + size), a mapping of ours, with an inaccessible one of the
- * same range in one step: no pages, no commit charge, and no other mapping
- * can take the addresses until os_unmap. False (the range as it was) if the
- * kernel refused. */
-bool os_reserve_in_place(void *p, size_t size);
-/* No RLIMIT_AS: address space costs nothing the program could run short of. */
-bool os_address_space_unlimited(void);
 /* Whether a mapping of `size` bytes could be granted at all: not above
  * os_info.map_max, nor above what the kernel's overcommit heuristic grants
  * (os_overcommit_allows), nor above the address-space limit (RLIMIT_AS, read
@@ -1746,20 +1739,8 @@ size_t segment_spare_bytes(void);
 typedef struct huge_counts_s {
     size_t live, live_bytes, live_usable_bytes;
     size_t cached, cached_bytes, cached_committed_bytes, cached_unpurged_bytes;
-    size_t reserved_bytes; /* huge_free_reserved's, not unreserved yet */
 } huge_counts_t;
 void huge_counts(huge_counts_t *out);
-/* Debug mode, a freed huge block that debug mode remembers: its mapping is
- * given back but its address range stays reserved, inaccessible, so that no
- * new mapping takes it while a second free of the old pointer must still be
- * told from a new block's (debug.c, big_freed). The bytes reserved; 0 if the
- * kernel refused (the mapping was then unmapped) or the process has an
- * RLIMIT_AS (the block was then freed as any other: reserved ranges would
- * take address space from the program's own mmap and thread stacks, which
- * cannot ask ebb to give them back; review finding). */
-size_t huge_free_reserved(segment_t *seg);
-/* The reservation ends. */
-void huge_unreserve(void *p, size_t size);
 /* Visit the live huge blocks (under the huge lock: they cannot be freed or
  * moved meanwhile). */
 void huge_for_each_live(void (*fn)(segment_t *seg, void *arg), void *arg);

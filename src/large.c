@@ -743,31 +743,6 @@ void *huge_alloc(size_t size, size_t alignment, bool *zero)
     return (uint8_t *)seg + offset;
 }
 
-static atomic_size_t huge_reserved_bytes; /* huge_free_reserved */
-
-size_t huge_free_reserved(segment_t *seg)
-{
-    if (!os_address_space_unlimited()) {
-        huge_free(seg);
-        return 0;
-    }
-    huge_count_live(seg, false);
-    segment_map_set(seg, false);
-    size_t size = seg->map_size;
-    if (!os_reserve_in_place(seg, size)) {
-        os_unmap(seg, size);
-        return 0;
-    }
-    atomic_fetch_add_explicit(&huge_reserved_bytes, size, memory_order_relaxed);
-    return size;
-}
-
-void huge_unreserve(void *p, size_t size)
-{
-    os_unmap(p, size);
-    atomic_fetch_sub_explicit(&huge_reserved_bytes, size, memory_order_relaxed);
-}
-
 void huge_free(segment_t *seg)
 {
     huge_count_live(seg, false);
@@ -815,7 +790,6 @@ void huge_counts(huge_counts_t *out)
     for (segment_t *seg = huge_live_first; seg; seg = seg->next)
         out->live_usable_bytes += seg->map_size - seg->block_offset;
     out->cached = huge_count;
-    out->reserved_bytes = atomic_load_explicit(&huge_reserved_bytes, memory_order_relaxed);
     out->cached_bytes = huge_bytes + huge_spare_bytes;
     out->cached_committed_bytes = huge_spare_bytes;
     out->cached_unpurged_bytes = huge_spare_bytes;

@@ -1703,23 +1703,6 @@ void os_unmap(void *p, size_t size)
     errno = saved;
 }
 
-bool os_address_space_unlimited(void)
-{
-    int saved = errno;
-    struct rlimit rl;
-    bool unlimited = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY;
-    errno = saved;
-    return unlimited;
-}
-
-bool os_reserve_in_place(void *p, size_t size)
-{
-    int saved = errno;
-    void *r = mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    errno = saved;
-    return r == p; /* still mapped: mapped_bytes unchanged */
-}
-
 bool os_size_mappable(size_t size)
 {
     if (size > os_info.map_max || !os_overcommit_allows(size))

@@ -230,7 +230,7 @@ static bool stats_fill(struct ebb_stats *st, uint64_t *segment_live_bytes)
     /* Mapped memory that is neither a segment, a huge mapping nor the spare of
      * a segment region is metadata (the heaps): count it as committed. */
     uint64_t known = sum->segments * SEGMENT_SIZE + huge.live_bytes + huge.cached_bytes +
-                     huge.reserved_bytes + segment_spare_bytes();
+                     segment_spare_bytes();
     uint64_t metadata = st->reserved_bytes > known ? st->reserved_bytes - known : 0;
     st->live_bytes = sum->live_bytes + huge.live_usable_bytes;
     st->live_blocks = sum->live_blocks + huge.live;

@@ -72,7 +72,6 @@ expect double_free          "double free"                                       
 expect double_free_late     "double free"                                          allocate_victim
 expect double_free_on_a_higher_alternate_stack "double free"                         allocate_victim
 expect double_free_big      "double free"                                          allocate_victim
-expect double_free_huge_reallocated "double free"                                   allocate_victim
 expect double_free_trace_write "double free"                                        allocate_victim
 expect double_free_big      "double free"                                          allocate_victim EBB_DEBUG_QUARANTINE=4096
 expect free_foreign         "free of a pointer ebb never returned (foreign)"       -
@@ -484,17 +483,6 @@ rc=$?
 [ $rc -eq 134 ] || { fail "expected SIGABRT (status 134), got $rc (137: it hung)"; show "$TMP/dl.err"; }
 grep -q "^  found by a signal handler that interrupted this thread's report of another fault" "$TMP/dl.err" ||
     { fail "expected the handler's short report"; show "$TMP/dl.err"; }
-end_case
-
-# Review of the reserved huge ranges: under RLIMIT_AS they took address space
-# from the program's own mmap and thread stacks, which cannot ask ebb for it.
-# With a limit, a freed huge block goes back as before.
-begin_case huge_frees_leave_address_space_under_rlimit_as
-{ (ulimit -v 800000; timeout -s KILL 60 env EBB_DEBUG=1 EBB_DEBUG_LEAKS=off \
-    "$D/double_free_huge_reallocated" address-space) >"$TMP/as.out" 2>"$TMP/as.err"; } 2>/dev/null
-rc=$?
-[ $rc -eq 0 ] && grep -q "^survived$" "$TMP/as.out" ||
-    { fail "under ulimit -v 800000, 5 frees of 100 MiB blocks should leave room for a 300 MiB mmap and a thread; exit $rc"; show "$TMP/as.out"; show "$TMP/as.err"; }
 end_case
 
 # Review finding (stop 50): a fault in a signal handler (SIGCHLD, raised by

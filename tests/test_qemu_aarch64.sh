@@ -184,6 +184,7 @@ run stats CHECK_SKIP="$(
     skip committed_bytes_drop_by_what_a_trim_gives_back "$RSS"
     skip telemetry_from_a_handler_inside_a_locked_allocator_call_gets_edeadlk "$FORK_THREADS"
     skip exit_from_a_handler_inside_a_locked_call_skips_the_stats_report "$EXEC"
+    skip reports_of_two_exits_at_once_stay_whole "$EXEC"
 )" -- "$T/test_stats"
 run oom CHECK_SKIP="$(
     for c in rlimit_as_allocate_until_null_then_free_and_allocate_again \

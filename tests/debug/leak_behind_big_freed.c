@@ -2,8 +2,7 @@
  * report a second free of it as a double free), and the next block at that
  * address is lost. It must be reported lost: ebb's own record is not a root.
  * Run with EBB_DEBUG_QUARANTINE=1048576. The block is a run of slices (1.5
- * MiB): a huge block's address stays reserved while it is remembered, and no
- * block could take it. */
+ * MiB), which the next request of its size takes back at once. */
 #include "fault.h"
 
 static int same_address;

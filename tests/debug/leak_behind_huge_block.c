@@ -32,10 +32,8 @@ int main(void)
         return 2;
     }
     ((void *volatile *)a)[(15 * MiB) / sizeof(void *)] = lost; /* never filled: A's middle */
-    /* Run with a 20 MiB quarantine: A waits there (a block bigger than the
-     * quarantine would keep its address reserved, debug.c's big_freed),
-     * until 5 MiB more push it out, into the huge cache, its pages as
-     * they are. */
+    /* Run with a 20 MiB quarantine: A waits there until 5 MiB more push it
+     * out, into the huge cache, its pages as they are. */
     free(a);
     free(malloc(5 * MiB));
     char *b = malloc(11 * MiB); /* A's mapping, as it is */
