@@ -269,6 +269,18 @@ static const char report_aborting[] =
  * for a lock of the trace registry's that the interrupted report holds).
  * The bad call is ignored, as with EBB_DEBUG_ON_ERROR=continue; without it,
  * the interrupted report aborts once it is written. */
+/* A fault report's first line: "==ebb== ERROR: <fault> of <pointer> (pid N)". */
+static void report_headline(text_t *t, const char *fault, const void *p)
+{
+    text_add(t, "==ebb== ERROR: ");
+    text_add(t, fault);
+    text_add(t, " of ");
+    text_add_hex(t, (uintptr_t)p);
+    text_add(t, " (pid ");
+    text_add_u64(t, (uint64_t)os_getpid(), 0);
+    text_add(t, ")\n");
+}
+
 static bool fault_report_running; /* under the report lock: report_at's, not the leak report */
 
 static void report_nested(const char *fault, const void *p)
@@ -279,13 +291,8 @@ static void report_nested(const char *fault, const void *p)
     bool abort_now = !cfg.on_error_continue && !fault_report_running;
     text_t t;
     text_init(&t, 2);
-    text_add(&t, "==ebb== ERROR: ");
-    text_add(&t, fault);
-    text_add(&t, " of ");
-    text_add_hex(&t, (uintptr_t)p);
-    text_add(&t, " (pid ");
-    text_add_u64(&t, (uint64_t)os_getpid(), 0);
-    text_add(&t, ")\n  found by a signal handler that interrupted this thread's report of another "
+    report_headline(&t, fault, p);
+    text_add(&t, "  found by a signal handler that interrupted this thread's report of another "
                  "fault: no block details or trace\n");
     text_add(&t, cfg.on_error_continue ? report_continuing
                  : abort_now           ? report_aborting
@@ -318,13 +325,7 @@ static void report_at(const char *fault, const void *p, const debug_header_t *h,
     }
     text_t t;
     text_init(&t, fd);
-    text_add(&t, "==ebb== ERROR: ");
-    text_add(&t, fault);
-    text_add(&t, " of ");
-    text_add_hex(&t, (uintptr_t)p);
-    text_add(&t, " (pid ");
-    text_add_u64(&t, (uint64_t)os_getpid(), 0);
-    text_add(&t, ")\n");
+    report_headline(&t, fault, p);
     if (detail) {
         text_add(&t, "  ");
         text_add(&t, detail);

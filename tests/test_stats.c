@@ -1441,25 +1441,33 @@ static int child_exit_from_a_handler_inside_a_locked_call(bool quick)
     return 4; /* the handler never exited */
 }
 
+/* This environment for a child run of this program with EBB_STATS=1 (no
+ * report file, no CHECK_ONLY); NULL if calloc failed. */
+static char **stats_child_env(void)
+{
+    size_t n_env = 0;
+    while (environ[n_env])
+        n_env++;
+    char **envp = calloc(n_env + 2, sizeof *envp);
+    if (envp == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n_env; i++)
+        if (strncmp(environ[i], "EBB_STATS", 9) != 0 && strncmp(environ[i], "CHECK_ONLY=", 11) != 0)
+            envp[k++] = environ[i];
+    envp[k++] = (char *)"EBB_STATS=1";
+    envp[k] = NULL;
+    return envp;
+}
+
 static void exit_from_a_handler_inside_a_locked_call_skips_the_stats_report(void)
 {
     char path[] = "/tmp/ebb_test_stats_XXXXXX";
     int fd = mkstemp(path);
     REQUIRE(fd >= 0, "mkstemp failed");
     unlink(path);
-    /* This environment with EBB_STATS=1 (and no report file). */
-    size_t n_env = 0;
-    while (environ[n_env])
-        n_env++;
-    char **envp = calloc(n_env + 2, sizeof *envp);
+    char **envp = stats_child_env();
     REQUIRE(envp != NULL, "calloc failed");
-    size_t k = 0;
-    for (size_t i = 0; i < n_env; i++) {
-        if (strncmp(environ[i], "EBB_STATS", 9) != 0 && strncmp(environ[i], "CHECK_ONLY=", 11) != 0)
-            envp[k++] = environ[i];
-    }
-    envp[k++] = (char *)"EBB_STATS=1";
-    envp[k] = NULL;
     const char *modes[] = {"--exit-in-handler", "--quick-exit-in-handler"};
     for (int m = 0; m < 2; m++) {
         REQUIRE(ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0, "truncating the output failed");
@@ -1574,17 +1582,8 @@ static void reports_of_two_exits_at_once_stay_whole(void)
     int pipe_fd[2];
     REQUIRE(pipe(pipe_fd) == 0, "pipe failed");
     REQUIRE(fcntl(pipe_fd[1], F_SETPIPE_SZ, 4096) > 0, "F_SETPIPE_SZ failed");
-    size_t n_env = 0;
-    while (environ[n_env])
-        n_env++;
-    char **envp = calloc(n_env + 2, sizeof *envp);
+    char **envp = stats_child_env();
     REQUIRE(envp != NULL, "calloc failed");
-    size_t k = 0;
-    for (size_t i = 0; i < n_env; i++)
-        if (strncmp(environ[i], "EBB_STATS", 9) != 0 && strncmp(environ[i], "CHECK_ONLY=", 11) != 0)
-            envp[k++] = environ[i];
-    envp[k++] = (char *)"EBB_STATS=1";
-    envp[k] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, pipe_fd[1], 1);
