@@ -866,8 +866,6 @@ void purge_want_thread(void)
     }
 }
 
-/* No thread yet: note a thread of the program's (which wants ours, see
- * "solo"), then start ours if it is wanted and `may_start`. True if started. */
 static atomic_bool thread_forbidden; /* purge_forbid_thread */
 
 void purge_forbid_thread(void)
@@ -875,6 +873,9 @@ void purge_forbid_thread(void)
     atomic_store_explicit(&thread_forbidden, true, memory_order_relaxed);
 }
 
+/* No thread yet: note a thread of the program's (which wants ours, see
+ * "solo"), then start ours if it is wanted, `may_start`, and not forbidden.
+ * True if started. */
 static bool start_if_wanted(bool may_start)
 {
     (void)purge_solo();
