@@ -1306,6 +1306,12 @@ static bool quarantined_sound(const debug_header_t *h)
     return quarantined_magic(h);
 }
 
+/* A link of shard k's chain to a freed block of the same FIFO. */
+static bool quarantine_link_in_shard(const debug_header_t *to, unsigned k)
+{
+    return to != NULL && quarantined_sound(to) && to->shard == k + 1;
+}
+
 /* What a link to `to`, which quarantined_sound refused or which lies in
  * shard `k`'s chain, says about the block that holds the link: false if the
  * link is plausible and `to`'s own header was changed (its magic no debug
@@ -1415,7 +1421,7 @@ static size_t shard_take_locked(quarantine_shard_t *q, size_t need, debug_header
         }
         debug_header_t *next = old->qnext;
         bool last = q->popped + 1 == q->pushed;
-        bool sound = next == NULL || (quarantined_sound(next) && next->shard == shard_index(q) + 1);
+        bool sound = next == NULL || quarantine_link_in_shard(next, shard_index(q));
         bool link_bad = (next == NULL) != last || (!sound && quarantine_link_wrong(next, shard_index(q)));
         if (link_bad || !sound) {
             /* old is sound: it is taken; the FIFO is cut after it (which
@@ -2792,12 +2798,6 @@ static void verify_huge(segment_t *seg, void *arg)
  * where it loops back, the block whose link closes the loop (the one a write
  * changed), found with two walkers at one and two steps (Floyd's); `seen` if
  * it does not loop within 2n steps (its end lies in another chain). */
-/* A link of shard k's chain to a freed block of the same FIFO. */
-static bool quarantine_link_in_shard(const debug_header_t *to, unsigned k)
-{
-    return to != NULL && quarantined_sound(to) && to->shard == k + 1;
-}
-
 static debug_header_t *quarantine_loop_closer(debug_header_t *first, uint64_t n, debug_header_t *seen,
                                               unsigned k)
 {
