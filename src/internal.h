@@ -989,6 +989,10 @@ void os_init(void);
 /* The program's ELF program headers as the kernel passed them (AT_PHDR; 0
  * if it did not), their count in *count (AT_PHNUM). */
 uintptr_t os_exe_phdr(size_t *count);
+/* Whether the kernel started this program with raised privileges (AT_SECURE:
+ * a set-user-ID or set-group-ID file, or file capabilities), so that its
+ * environment comes from a less privileged user. Callable before os_init. */
+bool os_raised_privileges(void);
 /* errno: no primitive below changes it, whether it succeeds or fails. A
  * refused request is often retried another way (a smaller region, no room,
  * after the caches are given back), and a malloc that then succeeds must not

@@ -7,6 +7,8 @@
  * allocator call of the process, from `environ` (or /proc/self/environ when the
  * C library has not set `environ` yet), without allocating. A malformed value
  * or an unknown EBB_* name is reported once on stderr, and the default is kept.
+ * A program started with raised privileges ignores them all
+ * (options_report_ignored says why).
  */
 #include <string.h>
 
@@ -25,6 +27,10 @@ static const char *option_texts[OPT_COUNT] ebb_cold_bss;
 static char option_text_space[OPTION_TEXT_SPACE] ebb_cold_bss;
 static size_t option_text_used;
 static bool options_loaded;
+/* Set by options_init for a program started with raised privileges: every
+ * EBB_* variable is then ignored (options_init says why). */
+static bool options_from_untrusted_environment;
+static bool options_ignored_some;
 
 /* Before options_init (the first allocator call) the defaults apply. */
 long option_get(option_id_t id)
@@ -103,6 +109,10 @@ static void options_consider(const char *entry)
 {
     if (strncmp(entry, "EBB_", 4) != 0)
         return;
+    if (options_from_untrusted_environment) {
+        options_ignored_some = true;
+        return;
+    }
     const char *eq = strchr(entry, '=');
     if (eq == NULL)
         return;
@@ -141,9 +151,27 @@ static void options_consider_record(const char *rec, size_t len, void *arg)
     options_consider(entry);
 }
 
+/* A program started with raised privileges (a set-user-ID or set-group-ID
+ * file, or file capabilities) was given its environment by a less privileged
+ * user. Honoured there, EBB_STATS_FILE and EBB_DEBUG_LOG would let that user
+ * create or append to any file the program may write, debug mode's reports
+ * would show them heap addresses and what the stack traces read, and
+ * EBB_DEBUG_LEAK_EXITCODE would change the program's exit status. So there
+ * every EBB_* variable is ignored, the way glibc ignores its own malloc
+ * settings in such a program, and one line on stderr says so. */
+static void options_report_ignored(void)
+{
+    text_t t;
+    text_init(&t, 2);
+    text_add(&t, "ebb: this program runs with raised privileges (set-user-ID, set-group-ID "
+                 "or file capabilities): its EBB_* variables are ignored\n");
+    text_flush(&t);
+}
+
 void options_init(void)
 {
     option_text_used = 0;
+    options_from_untrusted_environment = os_raised_privileges();
     /* option_texts is all NULL already (this runs once, before any option
      * is set): writing it would make its page of cold bss resident in every
      * process, 4 KiB for nothing (docs/memory-return.md, "The floor"). */
@@ -153,11 +181,13 @@ void options_init(void)
     if (environ) {
         for (char **e = environ; *e; e++)
             options_consider(*e);
-        return;
+    } else {
+        /* Too early for the C library's environ: read the kernel's copy, an
+         * entry at a time, however long the environment. */
+        static char env_piece[ENV_PIECE] ebb_cold_bss;
+        os_for_each_record("/proc/self/environ", '\0', env_piece, sizeof env_piece,
+                           options_consider_record, NULL);
     }
-    /* Too early for the C library's environ: read the kernel's copy, an
-     * entry at a time, however long the environment. */
-    static char env_piece[ENV_PIECE] ebb_cold_bss;
-    os_for_each_record("/proc/self/environ", '\0', env_piece, sizeof env_piece,
-                       options_consider_record, NULL);
+    if (options_ignored_some)
+        options_report_ignored();
 }

@@ -187,6 +187,11 @@ uintptr_t os_exe_phdr(size_t *count)
     return (uintptr_t)getauxval(AT_PHDR);
 }
 
+bool os_raised_privileges(void)
+{
+    return getauxval(AT_SECURE) != 0;
+}
+
 /* ---------------------------------------------------------------------------
  * Calls that are not cancellation points
  *

@@ -8,8 +8,12 @@
  */
 #include "check.h"
 
+#include <fcntl.h>
+#include <grp.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -207,8 +211,157 @@ static void the_process_ends_when_main_called_pthread_exit_and_its_last_thread_r
           "called)");
 }
 
-int main(void)
+/* A program with raised privileges ignores every EBB_* variable
+ * (options.c, options_report_ignored): its environment comes from a less
+ * privileged user, who must not make it append ebb's reports to a file only
+ * the program could write, nor change its exit status. The test builds a
+ * set-user-ID root copy of itself, runs it as root (the variables apply:
+ * the control) and then as nobody (they must not), each time with a stats
+ * file and a debug log in a directory only root may write, and a leak that
+ * EBB_DEBUG_LEAK_EXITCODE would turn into exit status 3. Needs root. */
+#define PRIVILEGED_CHILD "privileged"
+
+__attribute__((noinline)) static void lose_a_block(void)
 {
+    void *volatile p = malloc(4000);
+    memset((void *)p, 1, 4000);
+    p = NULL;
+}
+
+__attribute__((noinline)) static void scrub_the_stack(void)
+{
+    volatile char junk[16384];
+    memset((char *)junk, 0, sizeof junk);
+}
+
+static int privileged_child(void)
+{
+    printf("raised=%lu\n", getauxval(AT_SECURE));
+    fflush(stdout);
+    lose_a_block();
+    scrub_the_stack();
+    void *keep = malloc(300000);
+    check_keep(keep);
+    free(keep);
+    return 0;
+}
+
+/* Run `prog --child privileged` with env, as uid (-1: as we are), its
+ * stdout and stderr into out (cap bytes). Returns the wait status, or -1. */
+static int run_privileged_child(const char *prog, char *const env[], int uid, char *out,
+                                size_t cap)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        if (uid >= 0 && (setgroups(0, NULL) != 0 || setresgid(uid, uid, uid) != 0 ||
+                         setresuid(uid, uid, uid) != 0))
+            _exit(120);
+        char *argv[] = {(char *)prog, "--child", PRIVILEGED_CHILD, NULL};
+        execve(prog, argv, env);
+        _exit(121);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t r;
+    while (len < cap - 1 && (r = read(fds[0], out + len, cap - 1 - len)) > 0)
+        len += (size_t)r;
+    out[len] = '\0';
+    close(fds[0]);
+    int status = -1;
+    if (!check_wait_child(pid, &status, 30.0))
+        return -1;
+    return status;
+}
+
+static bool copy_file(const char *from, const char *to, mode_t mode)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    bool ok = in >= 0 && out >= 0;
+    static char buf[65536];
+    ssize_t r;
+    while (ok && (r = read(in, buf, sizeof buf)) > 0)
+        ok = write(out, buf, (size_t)r) == r;
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        ok = close(out) == 0 && ok;
+    return ok && chmod(to, mode) == 0;
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static void a_program_with_raised_privileges_ignores_ebb_variables(void)
+{
+    if (geteuid() != 0) {
+        SKIP_CHECK("needs root: a set-user-ID root program run by another user");
+        return;
+    }
+    char dir[] = "/tmp/ebb-privileged.XXXXXX";
+    REQUIRE(mkdtemp(dir) && chmod(dir, 0755) == 0, "mkdtemp in /tmp");
+    char prog[128], outdir[128], stats[160], log[160], stats_env[200], log_env[200];
+    snprintf(prog, sizeof prog, "%s/prog", dir);
+    snprintf(outdir, sizeof outdir, "%s/root-only", dir);
+    snprintf(stats, sizeof stats, "%s/stats", outdir);
+    snprintf(log, sizeof log, "%s/log", outdir);
+    snprintf(stats_env, sizeof stats_env, "EBB_STATS_FILE=%s", stats);
+    snprintf(log_env, sizeof log_env, "EBB_DEBUG_LOG=%s", log);
+    char *env[] = {"EBB_STATS=1", stats_env, "EBB_DEBUG=1", log_env,
+                   "EBB_DEBUG_LEAK_EXITCODE=3", NULL};
+    static char out[16384];
+    REQUIRE(mkdir(outdir, 0755) == 0, "mkdir %s", outdir);
+    REQUIRE(copy_file("/proc/self/exe", prog, 04755), "copying the test program to %s", prog);
+
+    /* The control: run by root, the variables apply. */
+    int status = run_privileged_child(prog, env, -1, out, sizeof out);
+    CHECK(strstr(out, "raised=0"), "as root the program has no raised privileges; its "
+          "output:\n%s", out);
+    CHECK(file_exists(stats) && file_exists(log), "as root, expected the stats report in %s "
+          "and the leak report in %s (the variables apply); output:\n%s", stats, log, out);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 3, "as root, expected exit status 3 "
+          "(EBB_DEBUG_LEAK_EXITCODE, a lost block), got %#x; output:\n%s", status, out);
+    unlink(stats);
+    unlink(log);
+
+    /* Set-user-ID root, run by nobody: the variables are the caller's. */
+    status = run_privileged_child(prog, env, 65534, out, sizeof out);
+    if (strstr(out, "raised=0")) {
+        SKIP_CHECK("%s runs without raised privileges: /tmp is mounted nosuid", prog);
+    } else {
+        CHECK(strstr(out, "raised=1"), "expected the set-user-ID program to start with "
+              "AT_SECURE set; its output:\n%s", out);
+        CHECK(!file_exists(stats) && !file_exists(log), "expected no file written for "
+              "another user's EBB_STATS_FILE and EBB_DEBUG_LOG; stats %s, log %s",
+              file_exists(stats) ? "written" : "absent", file_exists(log) ? "written" : "absent");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "expected exit status 0 "
+              "(EBB_DEBUG_LEAK_EXITCODE ignored), got %#x; output:\n%s", status, out);
+        const char *said = strstr(out, "its EBB_* variables are ignored");
+        CHECK(said && !strstr(said + 1, "its EBB_* variables are ignored"), "expected one "
+              "line saying the EBB_* variables are ignored; output:\n%s", out);
+    }
+    unlink(stats);
+    unlink(log);
+    unlink(prog);
+    rmdir(outdir);
+    rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--child") == 0 && strcmp(argv[2], PRIVILEGED_CHILD) == 0)
+        return privileged_child();
     setvbuf(stdout, NULL, _IOLBF, 0);
 #ifdef FULLY_STATIC
     printf("fully static build\n");
@@ -217,6 +370,7 @@ int main(void)
     RUN_CASE(libc_internal_allocations_use_ebb);
     RUN_CASE(threads_allocate_and_free_across_each_other);
     RUN_CASE(the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns);
+    RUN_CASE(a_program_with_raised_privileges_ignores_ebb_variables);
     const char *debug = getenv("EBB_DEBUG");
     if (debug && strcmp(debug, "1") == 0)
         RUN_CASE(debug_report_in_a_static_link_names_the_allocator);
