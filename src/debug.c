@@ -265,7 +265,7 @@ static const char report_aborting[] =
  * buffers are in use (a report waits for addr2line, whose exit raises
  * SIGCHLD; a handler's double free waited for the lock for good, and not
  * even the first report was written: review finding). A short report
- * instead, straight to stderr, without a trace (a capture now could wait
+ * instead, without a trace (a capture now could wait
  * for a lock of the trace registry's that the interrupted report holds).
  * The bad call is ignored, as with EBB_DEBUG_ON_ERROR=continue; without it,
  * the interrupted report aborts once it is written. */
@@ -289,8 +289,22 @@ static void report_nested(const char *fault, const void *p)
      * without continue, abort now (review finding: such a fault left the
      * process to exit 0). */
     bool abort_now = !cfg.on_error_continue && !fault_report_running;
+    /* To EBB_DEBUG_LOG's file, as every report (it went to stderr before:
+     * review finding), through a path buffer of its own: the interrupted
+     * report may be filling debug_log_open's. A handler that interrupts
+     * this one finds the buffer taken and writes to stderr. */
+    static char path[4096] ebb_cold_bss;
+    static atomic_bool path_taken;
+    bool opened = false;
+    int fd = -1;
+    if (!atomic_exchange_explicit(&path_taken, true, memory_order_acquire)) {
+        fd = text_report_open("EBB_DEBUG_LOG", cfg.log_pattern, path, sizeof path, &opened);
+        atomic_store_explicit(&path_taken, false, memory_order_release);
+    } else {
+        fd = text_stderr();
+    }
     text_t t;
-    text_init(&t, 2);
+    text_init(&t, fd);
     report_headline(&t, fault, p);
     text_add(&t, "  found by a signal handler that interrupted this thread's report of another "
                  "fault: no block details or trace\n");
@@ -299,6 +313,7 @@ static void report_nested(const char *fault, const void *p)
                                        : "==ebb== the call is ignored; the interrupted report "
                                          "aborts once it is written\n");
     text_flush(&t);
+    text_report_close(fd, opened);
     if (abort_now)
         report_end();
 }

@@ -491,15 +491,24 @@ end_case
 # process hung, no report written. Now the handler's fault gets a short report
 # of its own and is ignored; then the first report ends, and the process
 # aborts or, with continue, goes on.
+#
+# With EBB_DEBUG_LOG (mode "log", abort), both reports go to the log and
+# nothing to stderr: the short report went to stderr before (review finding).
 begin_case double_free_in_a_handler_during_report
-for mode in abort continue; do
+for mode in abort continue log; do
     envs=(EBB_DEBUG=1 EBB_DEBUG_LEAKS=off)
     [ $mode = continue ] && envs+=(EBB_DEBUG_ON_ERROR=continue)
+    rm -f "$TMP/dh.log"
+    [ $mode = log ] && envs+=(EBB_DEBUG_LOG="$TMP/dh.log")
     { timeout -s KILL 60 env "${envs[@]}" "$D/double_free_in_a_handler_during_report" \
         >"$TMP/dh.out" 2>"$TMP/dh.err"; } 2>/dev/null
     rc=$?
     ptr=$(sed -n 's/^victim=//p' "$TMP/dh.out")
-    if [ $mode = abort ]; then
+    if [ $mode = log ]; then
+        grep -q "ebb" "$TMP/dh.err" && { fail "log: expected nothing from ebb on stderr"; show "$TMP/dh.err"; }
+        mv "$TMP/dh.log" "$TMP/dh.err" 2>/dev/null || fail "log: expected the reports in EBB_DEBUG_LOG's file"
+    fi
+    if [ $mode != continue ]; then
         [ $rc -eq 134 ] || { fail "$mode: expected SIGABRT (status 134), got $rc (137: it hung)"; show "$TMP/dh.err"; }
     else
         [ $rc -eq 0 ] || { fail "$mode: expected exit 0, got $rc (137: it hung)"; show "$TMP/dh.err"; }
