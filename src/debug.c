@@ -2107,6 +2107,17 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
          * (review finding: it was freed, and handed out again). */
         return;
     }
+    if (how == DEBUG_FREE_SIZED && h->align_log2 != 0) {
+        /* C23 pairs free_sized with malloc, calloc and realloc, and a block
+         * aligned beyond what they give with free_aligned_sized. */
+        text_t t;
+        text_init(&t, -1);
+        text_add(&t, "free_sized was given a block allocated with alignment ");
+        text_add_u64(&t, (uint64_t)1 << h->align_log2, 0);
+        text_add(&t, "; free_aligned_sized frees such a block");
+        report("free with the wrong alignment", p, h, text_cstr(&t));
+        return; /* ignored with continue, as above */
+    }
     if (how == DEBUG_FREE_ALIGNED_SIZED) {
         size_t had = h->align_log2 ? (size_t)1 << h->align_log2 : MIN_ALIGN;
         if (alignment != had && !(h->align_log2 == 0 && alignment <= MIN_ALIGN)) {

@@ -83,6 +83,7 @@ expect free_aligned_minus_16 "free of an interior pointer"                      
 expect free_sized_wrong     "free with the wrong size"                             allocate_victim
 expect free_sized_wrong     "free with the wrong size"                             allocate_victim ALIGNED=1
 expect free_aligned_wrong   "free with the wrong alignment"                        allocate_victim_aligned
+expect free_sized_of_aligned "free with the wrong alignment"                       allocate_victim_aligned
 expect overflow             "heap-buffer-overflow"                                 allocate_victim
 expect header_write         "corrupted block header"                               allocate_victim
 expect header_size_write    "corrupted block header"                               allocate_victim
