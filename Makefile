@@ -74,26 +74,39 @@ $(BUILD)/libebb.a: $(STATIC_OBJS)
 	rm -f $@
 	ar rcs $@ $(STATIC_OBJS)
 
+EBB_PC = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\nName: ebb\nDescription: ebb memory allocator\nVersion: %s\nLibs: -L$${libdir} -lebb\nLibs.private: -lpthread\nCflags: -I$${includedir}\n' \
+	       '$(PREFIX)' '$(LIBDIR)' '$(INCDIR)' '$(VERSION)' > $@
 $(BUILD)/ebb.pc: Makefile
 	mkdir -p $(BUILD)
-	printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\nName: ebb\nDescription: ebb memory allocator\nVersion: %s\nLibs: -L$${libdir} -lebb\nLibs.private: -lpthread\nCflags: -I$${includedir}\n' \
-	       '$(PREFIX)' '$(LIBDIR)' '$(INCDIR)' '$(VERSION)' > $@
+	$(EBB_PC)
 
 # ebbrun shares the option table with the library (src/option_table.c), so its
 # --help and its checks are the library's own.
 tools: $(BUILD)/ebbrun
 
+EBBRUN_BUILD = $(CC) -std=c11 -O2 -g $(WARN) -Isrc -DEBB_LIBDIR='"$(LIBDIR)"' $(EXTRA_CFLAGS) \
+	       tools/ebbrun.c src/option_table.c -o $@
 $(BUILD)/ebbrun: tools/ebbrun.c src/option_table.c src/options.h
 	mkdir -p $(BUILD)
-	$(CC) -std=c11 -O2 -g $(WARN) -Isrc -DEBB_LIBDIR='"$(LIBDIR)"' $(EXTRA_CFLAGS) \
-	      tools/ebbrun.c src/option_table.c -o $@
+	$(EBBRUN_BUILD)
+
+# What `make install` installs is made for the PREFIX and LIBDIR it is given,
+# whatever `make` built before (an ebbrun built for /usr/local/lib, installed
+# with LIBDIR=.../lib64, looked for the library where it was not).
+.PHONY: $(BUILD)/install-ebbrun $(BUILD)/install-ebb.pc
+$(BUILD)/install-ebbrun:
+	mkdir -p $(BUILD)
+	$(EBBRUN_BUILD)
+$(BUILD)/install-ebb.pc:
+	mkdir -p $(BUILD)
+	$(EBB_PC)
 
 -include tests/tests.mk
 -include bench/bench.mk
 
-install: lib tools $(BUILD)/ebb.pc
+install: lib tools $(BUILD)/install-ebbrun $(BUILD)/install-ebb.pc
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR)
-	install -m 755 $(BUILD)/ebbrun $(DESTDIR)$(BINDIR)/ebbrun
+	install -m 755 $(BUILD)/install-ebbrun $(DESTDIR)$(BINDIR)/ebbrun
 	install -m 755 $(BUILD)/libebb.so $(DESTDIR)$(LIBDIR)/libebb.so.$(VERSION)
 	ln -sf libebb.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libebb.so.$(SOVERSION)
 	ln -sf libebb.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libebb.so
@@ -102,7 +115,7 @@ install: lib tools $(BUILD)/ebb.pc
 	ln -sf libebb-prefixed.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libebb-prefixed.so
 	install -m 644 $(BUILD)/libebb.a $(DESTDIR)$(LIBDIR)/libebb.a
 	install -m 644 include/ebb.h $(DESTDIR)$(INCDIR)/ebb.h
-	install -m 644 $(BUILD)/ebb.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ebb.pc
+	install -m 644 $(BUILD)/install-ebb.pc $(DESTDIR)$(LIBDIR)/pkgconfig/ebb.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libebb.so* $(DESTDIR)$(LIBDIR)/libebb-prefixed.so* \

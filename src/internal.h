@@ -1106,8 +1106,9 @@ _Noreturn void os_exit_now(int code);
 void os_write_stderr(const char *s, size_t len);
 /* Open `path` for reading; -1 on failure. errno is kept. */
 int os_open_read(const char *path);
-/* Open `path` for appending (created 0644); -1 on failure. errno is kept. */
-int os_open_append(const char *path);
+/* Open `path` for appending (created 0644); -1 on failure, with the
+ * reason's errno value in *error. errno is kept. */
+int os_open_append(const char *path, int *error);
 /* Which open file fd is (its device and inode folded into one nonzero
  * number), or 0 if fd is not open. */
 uint64_t os_fd_identity(int fd);

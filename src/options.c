@@ -11,6 +11,7 @@
  * (options_report_ignored says why).
  */
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
 
@@ -104,23 +105,63 @@ static void option_set_from_text(option_id_t id, const char *value)
     text_flush(&t);
 }
 
-/* One "NAME=value" string from the environment. */
+/* An option's name in another case ("ebb_debug=1"): a mistake to point
+ * out, where another program's own lower-case variable is left alone. */
+static void options_consider_other_case(const char *entry, size_t name_len)
+{
+    for (int id = 0; id < OPT_COUNT; id++) {
+        const char *name = option_table[id].name;
+        if (strlen(name) == name_len && strncasecmp(entry, name, name_len) == 0) {
+            text_t t;
+            text_init(&t, 2);
+            text_add(&t, "ebb: ");
+            text_add_n(&t, entry, name_len);
+            text_add(&t, " is not read: option names are upper case (");
+            text_add(&t, name);
+            text_add(&t, ")\n");
+            text_flush(&t);
+            return;
+        }
+    }
+}
+
+/* One "NAME=value" string from the environment. A name given twice (a
+ * hand-built environment may hold both) takes its first value, as getenv
+ * and ebbrun do, and the second is reported. */
 static void options_consider(const char *entry)
 {
-    if (strncmp(entry, "EBB_", 4) != 0)
-        return;
-    if (options_from_untrusted_environment) {
-        options_ignored_some = true;
-        return;
-    }
     const char *eq = strchr(entry, '=');
     if (eq == NULL)
         return;
     size_t name_len = (size_t)(eq - entry);
+    if (strncmp(entry, "EBB_", 4) != 0) {
+        if (strncasecmp(entry, "EBB_", 4) == 0 && !options_from_untrusted_environment)
+            options_consider_other_case(entry, name_len);
+        return;
+    }
+    if (options_from_untrusted_environment) {
+        options_ignored_some = true;
+        return;
+    }
+    static bool seen[OPT_COUNT] ebb_cold_bss;
     for (int id = 0; id < OPT_COUNT; id++) {
         const char *name = option_table[id].name;
         if (strlen(name) == name_len && strncmp(entry, name, name_len) == 0) {
-            option_set_from_text((option_id_t)id, eq + 1);
+            if (!seen[id]) {
+                seen[id] = true;
+                option_set_from_text((option_id_t)id, eq + 1);
+                return;
+            }
+            text_t t;
+            text_init(&t, 2);
+            text_add(&t, "ebb: ");
+            text_add(&t, name);
+            text_add(&t, " is set twice in the environment; the first value is used, ");
+            text_add_n(&t, entry, name_len < 64 ? name_len : 64);
+            text_add(&t, "=");
+            text_add_n(&t, eq + 1, strnlen(eq + 1, 64));
+            text_add(&t, " ignored\n");
+            text_flush(&t);
             return;
         }
     }

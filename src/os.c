@@ -567,10 +567,11 @@ int os_fd_copy_high(int fd, int lowest)
     return copy;
 }
 
-int os_open_append(const char *path)
+int os_open_append(const char *path, int *error)
 {
     int saved = errno;
     int fd = sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    *error = fd < 0 ? errno : 0;
     errno = saved;
     return fd;
 }

@@ -4,6 +4,7 @@
  * these run inside the allocator or at exit; so text is built in a fixed buffer
  * that is written to a file descriptor whenever it fills and at text_flush.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "internal.h"
@@ -234,6 +235,26 @@ int text_stderr(void)
     return -1;
 }
 
+/* Why a report's file could not be opened, in words: strerror may allocate
+ * (its messages are translated), and this runs inside the allocator. */
+static const char *text_errno_reason(int error)
+{
+    switch (error) {
+    case ENOENT: return "no such directory";
+    case ENOTDIR: return "a part of the path is not a directory";
+    case EISDIR: return "it is a directory";
+    case EACCES: return "permission denied";
+    case EPERM: return "operation not permitted";
+    case EROFS: return "read-only file system";
+    case ENAMETOOLONG: return "the name is too long";
+    case ENOSPC: return "no space left";
+    case EMFILE: case ENFILE: return "too many open files";
+    case ELOOP: return "too many symbolic links";
+    case ETXTBSY: return "a running program's file";
+    default: return "the system refused it";
+    }
+}
+
 /* Where one report goes: the file of `pattern` (EBB_DEBUG_LOG's or
  * EBB_STATS_FILE's, "%p" expanded into `path`, the caller's buffer of `cap`
  * bytes), opened for this one report and closed after it (text_report_close),
@@ -248,7 +269,8 @@ int text_report_open(const char *option, const char *pattern, char *path, size_t
     *opened = false;
     if (pattern == NULL)
         return text_stderr();
-    int fd = text_expand_path(pattern, path, cap) ? os_open_append(path) : -1;
+    int error = ENAMETOOLONG; /* what a pattern too long to expand gets */
+    int fd = text_expand_path(pattern, path, cap) ? os_open_append(path, &error) : -1;
     if (fd >= 0) {
         *opened = true; /* any number, even 2 if the program closed its stderr */
         return fd;
@@ -273,7 +295,9 @@ int text_report_open(const char *option, const char *pattern, char *path, size_t
     text_add(&t, option);
     text_add(&t, "=");
     text_add(&t, pattern);
-    text_add(&t, ": cannot open for appending; writing to stderr\n");
+    text_add(&t, ": cannot open for appending (");
+    text_add(&t, text_errno_reason(error));
+    text_add(&t, "); writing to stderr\n");
     text_flush(&t);
     return err;
 }

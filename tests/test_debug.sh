@@ -283,7 +283,7 @@ timeout 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LOG="$TMP/nodi
 [ "$(cat "$TMP/own-file2")" = "program data" ] ||
     fail "with the log unwritable, nothing may be written into the program's fd 2: $(head -c 200 "$TMP/own-file2")"
 env EBB_DEBUG=1 EBB_DEBUG_LEAKS=lost EBB_DEBUG_LOG="$TMP/nodir/x.log" "$D/leaks" >/dev/null 2>"$TMP/nodir.err"
-grep -q "EBB_DEBUG_LOG=$TMP/nodir/x.log: cannot open for appending; writing to stderr" "$TMP/nodir.err" ||
+grep -q "EBB_DEBUG_LOG=$TMP/nodir/x.log: cannot open for appending (no such directory); writing to stderr" "$TMP/nodir.err" ||
     fail "an unwritable EBB_DEBUG_LOG should be said, and the report go to stderr: $(head -n 2 "$TMP/nodir.err")"
 grep -q "^==ebb== LEAK REPORT" "$TMP/nodir.err" || fail "with the log unwritable, the leak report goes to stderr"
 end_case

@@ -5,20 +5,29 @@
  *          [--debug] [--set NAME=VALUE]... -- program [args...]
  *
  * It finds libebb.so next to itself (the build tree: build/ebbrun and
- * build/libebb.so) or in ../lib (an installed tree: bin/ebbrun and
- * lib/libebb.so.0), else in the library directory it was built for; puts it
- * first in LD_PRELOAD (keeping what was there); sets the EBB_* variables the
- * flags ask for; and executes the program, which inherits both (so do its
- * children). Every value is checked against ebb's option table
- * (src/option_table.c, the same table the library parses) before the program
- * starts: a bad one is an error here, not a surprise later.
+ * build/libebb.so), else in the library directory it was installed with
+ * (`make install` builds it for its LIBDIR), else in ../lib; puts it first
+ * in LD_PRELOAD (keeping what was there, less any other libebb.so: two
+ * copies of ebb in one process would each report); sets the EBB_* variables
+ * the flags ask for (every copy of each: the loader and ebb would otherwise
+ * read another copy than the one set); and executes the program, which
+ * inherits both (so do its children). Every value is checked against ebb's
+ * option table (src/option_table.c, the same table the library parses)
+ * before the program starts: a bad one is an error here, not a surprise
+ * later. A program the loader will not preload ebb into (statically linked,
+ * or set-user-ID or set-group-ID for someone else) still runs, with a
+ * warning. ebbrun's own failures exit with 125, as env(1)'s do, so that
+ * they are not taken for the program's status.
  */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "options.h"
@@ -28,6 +37,10 @@
 #endif
 
 static const char *prog = "ebbrun";
+
+/* ebbrun's own failure (a bad flag, no library): env(1)'s status, which a
+ * program's own exit rarely is (2 was grep's, diff's and make's). */
+#define EBBRUN_FAILED 125
 
 static void usage(FILE *out)
 {
@@ -39,14 +52,21 @@ static void usage(FILE *out)
             "\n"
             "options:\n"
             "  --stats               print ebb's report when the program exits (EBB_STATS=1)\n"
-            "  --stats-file FILE     append reports and samples to FILE (EBB_STATS_FILE)\n"
+            "  --stats-file FILE     append the report and samples to FILE (EBB_STATS_FILE;\n"
+            "                        implies --stats)\n"
             "  --stats-interval MS   print a one-line sample every MS ms (EBB_STATS_INTERVAL)\n"
             "  --purge-delay MS      ms before free memory goes back to the OS (EBB_PURGE_DELAY)\n"
             "  --debug               debug mode (EBB_DEBUG=1): heap misuse reported with stack traces\n"
-            "  --debug-log FILE      append debug mode's reports to FILE (EBB_DEBUG_LOG)\n"
+            "  --debug-log FILE      append debug mode's reports to FILE (EBB_DEBUG_LOG;\n"
+            "                        implies --debug)\n"
             "  --set NAME=VALUE      set any EBB_* variable below\n"
             "  --library PATH        preload this libebb.so instead of the one found\n"
-            "  --help                this text\n"
+            "  --help, -h            this text\n"
+            "\n"
+            "ebbrun exits with 125 when it cannot run the program, 126 when the program\n"
+            "cannot be executed, 127 when it is not found; else with the program's status.\n"
+            "A libebb.so already in LD_PRELOAD is replaced by this one.\n"
+            "In a file name, %%p stands for the process id and %%%% for a %%.\n"
             "\n"
             "EBB_* variables (also read from the environment as it is):\n",
             prog);
@@ -74,7 +94,7 @@ static void die(const char *fmt, const char *a, const char *b)
     fprintf(stderr, "%s: ", prog);
     fprintf(stderr, fmt, a, b);
     fprintf(stderr, "\n(%s --help lists the options)\n", prog);
-    exit(2);
+    exit(EBBRUN_FAILED);
 }
 
 static const option_desc_t *option_find(const char *name, size_t len)
@@ -95,10 +115,16 @@ static void option_check(const option_desc_t *d, const char *value)
             die("%s: expected a file name, got an empty value%s", d->name, "");
         /* The library would refuse it at start (review finding: accepted
          * here, refused later). */
+        /* The file name with %p expanded must fit a path (text.c). */
+        if (strlen(value) >= PATH_MAX) {
+            fprintf(stderr, "%s: %s: %zu bytes, longer than a file name may be (%d)\n", prog,
+                    d->name, strlen(value), PATH_MAX - 1);
+            exit(EBBRUN_FAILED);
+        }
         if (strlen(value) >= OPTION_TEXT_SPACE) {
             fprintf(stderr, "%s: %s: %zu bytes, longer than the %d the library holds for text "
                     "options\n", prog, d->name, strlen(value), OPTION_TEXT_SPACE - 1);
-            exit(2);
+            exit(EBBRUN_FAILED);
         }
         return;
     }
@@ -106,19 +132,23 @@ static void option_check(const option_desc_t *d, const char *value)
     if (d->choices) {
         if (option_parse_choice(d, value, &v))
             return;
-        die("%s=%s: not one of the accepted names", d->name, value);
+        fprintf(stderr, "%s: %s=%s: expected one of", prog, d->name, value);
+        for (int i = 0; d->choices[i]; i++)
+            fprintf(stderr, " %s", d->choices[i]);
+        fprintf(stderr, "\n");
+        exit(EBBRUN_FAILED);
     }
     if (!option_parse_value(d, value, &v)) {
         const char *why = option_refusal(d, value);
         if (why) {
             fprintf(stderr, "%s: %s=%s: %s\n", prog, d->name, value, why);
-            exit(2);
+            exit(EBBRUN_FAILED);
         }
         fprintf(stderr, "%s: %s=%s: expected %s", prog, d->name, value, option_form(d));
         if (option_has_range(d))
             fprintf(stderr, " from %ld to %ld%s", d->min, d->max, option_form_note(d));
         fprintf(stderr, "\n");
-        exit(2);
+        exit(EBBRUN_FAILED);
     }
 }
 
@@ -137,7 +167,7 @@ static void text_options_fit(void)
     if (total > OPTION_TEXT_SPACE) {
         fprintf(stderr, "%s: the text options (file names) take %zu bytes together, more than the "
                 "%d the library holds for them\n", prog, total, OPTION_TEXT_SPACE);
-        exit(2);
+        exit(EBBRUN_FAILED);
     }
 }
 
@@ -147,6 +177,8 @@ static void option_set(const char *name, const char *value)
     if (d == NULL)
         die("%s: not an ebb option%s", name, "");
     option_check(d, value);
+    /* unsetenv takes out every copy; setenv alone replaces the first. */
+    unsetenv(name);
     if (setenv(name, value, 1) != 0)
         die("cannot set %s: %s", name, strerror(errno));
 }
@@ -170,26 +202,131 @@ static bool file_exists(const char *path)
     return access(path, R_OK) == 0;
 }
 
-/* The library: next to this program, in ../lib, or where it was installed. */
+/* The library: next to this program (the build tree), where it was
+ * installed (EBB_LIBDIR: make install builds ebbrun for its LIBDIR, lib64 or
+ * a multiarch directory included), or in ../lib (a tree moved elsewhere). */
 static bool library_find(char *out, size_t cap)
 {
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    char *slash = NULL;
     if (n > 0) {
         self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            snprintf(out, cap, "%s/libebb.so", self);
-            if (file_exists(out))
-                return true;
-            snprintf(out, cap, "%s/../lib/libebb.so.0", self);
-            if (file_exists(out))
-                return true;
-        }
+        slash = strrchr(self, '/');
+    }
+    if (slash) {
+        *slash = '\0';
+        snprintf(out, cap, "%s/libebb.so", self);
+        if (file_exists(out))
+            return true;
     }
     snprintf(out, cap, "%s/libebb.so.0", EBB_LIBDIR);
-    return file_exists(out);
+    if (file_exists(out))
+        return true;
+    if (slash) {
+        snprintf(out, cap, "%s/../lib/libebb.so.0", self);
+        if (file_exists(out))
+            return true;
+    }
+    return false;
+}
+
+/* Whether the file at `path` is an ELF shared object (what LD_PRELOAD
+ * loads; the loader skips anything else with a message and runs the
+ * program without it). */
+static bool elf_shared_object(const char *path)
+{
+    Elf64_Ehdr eh;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool ok = fd >= 0 && read(fd, &eh, sizeof eh) == (ssize_t)sizeof eh &&
+              memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_type == ET_DYN;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* The file execvp would run for `name`: itself if it has a slash, else the
+ * first executable one in PATH. Empty if none. */
+static void program_find(const char *name, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (strchr(name, '/')) {
+        snprintf(out, cap, "%s", name);
+        return;
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL)
+        path = "/usr/local/bin:/bin:/usr/bin";
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        snprintf(out, cap, "%.*s%s%s", (int)len, path, len ? "/" : "", name);
+        struct stat st;
+        if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+            return;
+        path += len + (path[len] == ':');
+    }
+    out[0] = '\0';
+}
+
+/* Why the loader will not preload ebb into the program at `path`, or NULL
+ * (it will, or the file is not ELF: a script's interpreter is judged when
+ * it runs). */
+static const char *preload_refusal(const char *path)
+{
+    struct stat st;
+    if (path[0] == '\0' || stat(path, &st) != 0)
+        return NULL;
+    if ((st.st_mode & S_ISUID && st.st_uid != geteuid()) ||
+        (st.st_mode & S_ISGID && st.st_gid != getegid()))
+        return "runs with raised privileges (set-user-ID or set-group-ID), and the loader "
+               "then preloads no library given by path";
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    Elf64_Ehdr eh;
+    bool elf64 = read(fd, &eh, sizeof eh) == (ssize_t)sizeof eh &&
+                 memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64;
+    bool interp = false;
+    for (int i = 0; elf64 && i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) !=
+            (ssize_t)sizeof ph)
+            break;
+        interp |= ph.p_type == PT_INTERP;
+    }
+    close(fd);
+    if (elf64 && !interp)
+        return "is statically linked, and no library can be preloaded into it (link it with "
+               "build/libebb.a instead)";
+    return NULL;
+}
+
+/* LD_PRELOAD's entries less any libebb.so (not libebb-prefixed.so), which
+ * would be a second copy of ebb in the process. */
+static void preload_without_ebb(const char *old, char *out, size_t cap)
+{
+    out[0] = '\0';
+    size_t used = 0;
+    while (old && *old) {
+        size_t sep = strspn(old, " :");
+        old += sep;
+        size_t len = strcspn(old, " :");
+        if (len == 0)
+            break;
+        const char *base = old;
+        for (size_t k = 0; k < len; k++)
+            if (old[k] == '/')
+                base = old + k + 1;
+        bool ebb = (size_t)(old + len - base) >= 9 && strncmp(base, "libebb.so", 9) == 0;
+        if (!ebb && used + len + 2 < cap) {
+            if (used)
+                out[used++] = ':';
+            memcpy(out + used, old, len);
+            used += len;
+            out[used] = '\0';
+        }
+        old += len;
+    }
 }
 
 /* Whether LD_PRELOAD can name this path: the loader splits its value at
@@ -222,8 +359,10 @@ int main(int argc, char **argv)
             option_set("EBB_DEBUG", "1");
         } else if (strcmp(a, "--debug-log") == 0 && has_value) {
             option_set("EBB_DEBUG_LOG", argv[++i]);
+            option_set("EBB_DEBUG", "1"); /* a log of nothing was no use */
         } else if (strcmp(a, "--stats-file") == 0 && has_value) {
             option_set("EBB_STATS_FILE", argv[++i]);
+            option_set("EBB_STATS", "1");
         } else if (strcmp(a, "--stats-interval") == 0 && has_value) {
             option_set("EBB_STATS_INTERVAL", argv[++i]);
         } else if (strcmp(a, "--purge-delay") == 0 && has_value) {
@@ -241,19 +380,22 @@ int main(int argc, char **argv)
     if (i >= argc) {
         fprintf(stderr, "%s: no program to run\n", prog);
         usage(stderr);
-        return 2;
+        return EBBRUN_FAILED;
     }
     char found[PATH_MAX + 32];
     if (library == NULL) {
         if (!library_find(found, sizeof found)) {
             fprintf(stderr, "%s: cannot find libebb.so (looked next to %s, in ../lib, and in %s); "
                             "use --library PATH\n", prog, argv[0], EBB_LIBDIR);
-            return 2;
+            return EBBRUN_FAILED;
         }
         library = found;
     } else if (!file_exists(library)) {
         die("--library %s: %s", library, strerror(errno));
     }
+    if (!elf_shared_object(library))
+        die("%s: not a shared library (LD_PRELOAD would skip it and run the program without "
+            "ebb)%s", library, "");
     /* An absolute path (the program may change directory), and one that
      * LD_PRELOAD can carry: the loader splits it at spaces and colons, and a
      * library path with either in it was silently not loaded (the program
@@ -273,14 +415,21 @@ int main(int argc, char **argv)
             "without them (a symbolic link to the library will do)%s", library, "");
     text_options_fit();
     const char *old = getenv("LD_PRELOAD");
-    size_t need = strlen(library) + (old ? strlen(old) + 1 : 0) + 1;
-    char *preload = malloc(need);
-    if (preload == NULL) {
+    size_t need = strlen(library) + (old ? strlen(old) + 1 : 0) + 2;
+    char *kept = malloc(need), *preload = malloc(need);
+    if (kept == NULL || preload == NULL) {
         fprintf(stderr, "%s: out of memory\n", prog);
-        return 2;
+        return EBBRUN_FAILED;
     }
-    snprintf(preload, need, "%s%s%s", library, old && *old ? ":" : "", old ? old : "");
+    preload_without_ebb(old, kept, need);
+    snprintf(preload, need, "%s%s%s", library, *kept ? ":" : "", kept);
+    unsetenv("LD_PRELOAD"); /* every copy: the loader reads the last one */
     setenv("LD_PRELOAD", preload, 1);
+    char target[PATH_MAX];
+    program_find(argv[i], target, sizeof target);
+    const char *refusal = preload_refusal(target);
+    if (refusal)
+        fprintf(stderr, "%s: warning: %s %s: it runs without ebb\n", prog, argv[i], refusal);
     execvp(argv[i], &argv[i]);
     fprintf(stderr, "%s: cannot run %s: %s\n", prog, argv[i], strerror(errno));
     return errno == ENOENT ? 127 : 126;
