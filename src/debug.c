@@ -2596,6 +2596,13 @@ typedef struct verify_finding_s {
 
 typedef struct verify_s {
     size_t problems;
+    /* Whether no thread can be part way through allocating a block in the
+     * pages being walked (verify_big_block): they are the caller's own heap's
+     * (unless the call comes from a signal handler that interrupted one of
+     * its thread's allocator calls: in_a_call), an exited thread's or an
+     * abandoned segment's. */
+    bool no_allocation_under_way;
+    bool in_a_call;
     verify_finding_t found[VERIFY_REPORTS_MAX];
 } verify_t;
 
@@ -2781,11 +2788,33 @@ static void verify_free_list(verify_t *v, page_t *page, const block_t *head, boo
     verify_keep(v, "corrupted free list", user, h, text_cstr(&t));
 }
 
+/* A large block is always a debug block, so a first word that is none of a
+ * debug block's magics (nor 0, which a block gets as it goes back to the
+ * underlying allocator) was changed by a write, typically an overflow of the
+ * block below: verify_block skipped such a block, and only its next free or
+ * realloc found it (review finding). Judged only where no allocation can be
+ * under way (v->no_allocation_under_way): a thread allocating a block writes
+ * its header after the underlying allocator returns it, the magic last, and
+ * until then the first word is whatever was there before. A large block of
+ * another running thread's heap, and a huge block, are still left to their
+ * next free or realloc. */
+static void verify_big_block(verify_t *v, debug_header_t *h)
+{
+    uint64_t m = atomic_load_explicit(&h->magic, memory_order_acquire);
+    if (v->no_allocation_under_way && m != 0 && !magic_of_a_debug_block((uintptr_t)h, m)) {
+        verify_keep(v, "corrupted block header", (uint8_t *)h + sizeof *h, NULL,
+                    "found by ebb_debug_verify: a write changed the magic word of a large "
+                    "block's header");
+        return;
+    }
+    verify_block(v, h);
+}
+
 static void verify_page(page_t *page, void *arg)
 {
     verify_t *v = arg;
     if (page->kind == PAGE_LARGE) {
-        verify_block(v, (debug_header_t *)page_start(page));
+        verify_big_block(v, (debug_header_t *)page_start(page));
     } else if (page->kind == PAGE_SMALL && page->block_size >= sizeof(debug_header_t)) {
         verify_free_list(v, page, page->free, false);
         uintptr_t x = atomic_load_explicit(&page->xthread_free, memory_order_acquire);
@@ -2805,13 +2834,19 @@ static void verify_heap(heap_t *h, bool paused, void *arg)
 {
     if (!paused)
         return; /* its owner is inside an allocator call: checked next time */
+    verify_t *v = arg;
+    v->no_allocation_under_way = (h == tls_debug_heap && !v->in_a_call) || h->busy == NULL;
     for (segment_t *seg = h->segments; seg; seg = seg->next)
-        verify_segment(arg, seg);
+        verify_segment(v, seg);
+    v->no_allocation_under_way = false;
 }
 
 static void verify_abandoned(segment_t *seg, void *arg)
 {
-    verify_segment(arg, seg);
+    verify_t *v = arg;
+    v->no_allocation_under_way = true;
+    verify_segment(v, seg);
+    v->no_allocation_under_way = false;
 }
 
 static void verify_huge(segment_t *seg, void *arg)
@@ -2944,6 +2979,7 @@ EBB_API size_t ebb_debug_verify(void)
         return 0;
     DEBUG_ENTER();
     verify_t v = {0};
+    v.in_a_call = outer_mark_ != 0;
     if (!purge_exclusive_begin()) { /* called from a handler inside ebb's pass */
         DEBUG_LEAVE();
         return 0;

@@ -114,6 +114,7 @@ expect reuse_link_write_idle "corrupted free list"                              
 expect reuse_header_write   "corrupted block header"                               -               EBB_DEBUG_QUARANTINE=256K
 expect verify_overflow      "heap-buffer-overflow"                                 allocate_victim
 expect verify_use_after_free "heap-use-after-free"                                 allocate_victim
+expect verify_large_header  "corrupted block header"                               -
 expect verify_free_list_write "corrupted free list"                                allocate_victim
 # No background pass: it may collect the page's remote frees between the
 # program's write and its repair, and the cut would be reported a second time.
