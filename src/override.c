@@ -29,6 +29,8 @@ EBB_EXPORT void *__libc_realloc(void *p, size_t size);
 EBB_EXPORT void *__libc_memalign(size_t alignment, size_t size);
 EBB_EXPORT void *__libc_valloc(size_t size);
 EBB_EXPORT void *__libc_pvalloc(size_t size);
+EBB_EXPORT int __libc_mallopt(int param, int value);
+EBB_EXPORT struct mallinfo __libc_mallinfo(void);
 
 EBB_EXPORT void *malloc(size_t size)
 {
@@ -83,6 +85,11 @@ EBB_EXPORT void *__libc_realloc(void *p, size_t size) { return ebb_realloc(p, si
 EBB_EXPORT void *__libc_memalign(size_t alignment, size_t size) { return ebb_memalign(alignment, size); }
 EBB_EXPORT void *__libc_valloc(size_t size) { return ebb_valloc(size); }
 EBB_EXPORT void *__libc_pvalloc(size_t size) { return ebb_pvalloc(size); }
+/* Public glibc names too (GLIBC_2.2.5): under LD_PRELOAD they reached
+ * glibc's own allocator, which then reported nothing of ebb's blocks, and a
+ * fully static program that called one linked libc.a's malloc beside ebb's
+ * (review finding). */
+EBB_EXPORT int __libc_mallopt(int param, int value) { return ebb_mallopt(param, value); }
 
 /* glibc's reporting calls, filled from the snapshot (stats.c). glibc's
  * vocabulary maps onto ebb as:
@@ -116,7 +123,7 @@ static int clamp_int(size_t v)
     return v > (size_t)INT_MAX ? INT_MAX : (int)v;
 }
 
-EBB_EXPORT struct mallinfo mallinfo(void)
+static struct mallinfo mallinfo_in_ints(void)
 {
     struct mallinfo2 m2 = mallinfo2();
     struct mallinfo mi = {0};
@@ -129,6 +136,9 @@ EBB_EXPORT struct mallinfo mallinfo(void)
     mi.keepcost = clamp_int(m2.keepcost);
     return mi;
 }
+
+EBB_EXPORT struct mallinfo mallinfo(void) { return mallinfo_in_ints(); }
+EBB_EXPORT struct mallinfo __libc_mallinfo(void) { return mallinfo_in_ints(); }
 
 /* glibc prints per-arena totals; ebb prints its snapshot's main lines, without
  * stdio (malloc_stats must not allocate). */

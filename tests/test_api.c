@@ -1138,7 +1138,8 @@ static void standard_and_glibc_names_resolve_to_libebb(void)
         "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size", "free_sized",
         "free_aligned_sized", "malloc_trim", "cfree", "mallopt", "mallinfo", "mallinfo2",
         "malloc_stats", "malloc_info", "__libc_malloc", "__libc_free", "__libc_calloc",
-        "__libc_realloc", "__libc_memalign", "__libc_valloc", "__libc_pvalloc"};
+        "__libc_realloc", "__libc_memalign", "__libc_valloc", "__libc_pvalloc", "__libc_mallopt",
+        "__libc_mallinfo"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         void *sym = dlsym(RTLD_DEFAULT, names[i]);
         CHECK(sym != NULL, "dlsym(%s): expected the symbol, got NULL", names[i]);

@@ -34,7 +34,7 @@ STANDARD="malloc free calloc realloc reallocarray posix_memalign aligned_alloc m
 valloc pvalloc malloc_usable_size free_sized free_aligned_sized malloc_trim cfree mallopt
 mallinfo mallinfo2 malloc_stats malloc_info
 __libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign __libc_valloc
-__libc_pvalloc
+__libc_pvalloc __libc_mallopt __libc_mallinfo
 dlopen dlclose"
 # dlopen is there so that a library loaded with RTLD_DEEPBIND still uses ebb,
 # dlclose so that debug mode's capture cache knows of unloads

@@ -19,7 +19,7 @@ static const char *const standard_names[] = {
     "memalign", "valloc", "pvalloc", "malloc_usable_size", "free_sized", "free_aligned_sized",
     "malloc_trim", "mallopt", "cfree", "mallinfo", "mallinfo2", "malloc_stats", "malloc_info",
     "__libc_malloc", "__libc_free", "__libc_calloc", "__libc_realloc", "__libc_memalign",
-    "__libc_valloc", "__libc_pvalloc",
+    "__libc_valloc", "__libc_pvalloc", "__libc_mallopt", "__libc_mallinfo",
 };
 
 static void no_standard_name_resolves_to_ebb(void)

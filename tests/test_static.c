@@ -41,6 +41,25 @@ static void malloc_in_a_static_link_is_ebb(void)
     ebb_free(c);
 }
 
+/* glibc's public __libc_mallopt and __libc_mallinfo are ebb's too: a fully
+ * static program that called one linked libc.a's malloc beside ebb's
+ * (multiple definitions of malloc), and under LD_PRELOAD they reported
+ * glibc's empty arena (review finding). */
+extern int __libc_mallopt(int param, int value);
+extern struct mallinfo __libc_mallinfo(void);
+
+static void glibc_reporting_names_are_ebbs(void)
+{
+    void *p = malloc(3 * MiB);
+    REQUIRE(p, "malloc(3 MiB)");
+    memset(p, 1, 3 * MiB);
+    struct mallinfo mi = __libc_mallinfo();
+    CHECK((size_t)mi.hblkhd + (size_t)mi.uordblks >= 3 * MiB, "__libc_mallinfo with a live "
+          "3 MiB block: expected uordblks + hblkhd >= 3 MiB, got %d + %d", mi.uordblks, mi.hblkhd);
+    CHECK(__libc_mallopt(M_TRIM_THRESHOLD, 1 << 20) == 1, "__libc_mallopt: expected 1 (accepted)");
+    free(p);
+}
+
 static void libc_internal_allocations_use_ebb(void)
 {
     char *s = strdup("static linking");
@@ -368,6 +387,7 @@ int main(int argc, char **argv)
 #endif
     RUN_CASE(malloc_in_a_static_link_is_ebb);
     RUN_CASE(libc_internal_allocations_use_ebb);
+    RUN_CASE(glibc_reporting_names_are_ebbs);
     RUN_CASE(threads_allocate_and_free_across_each_other);
     RUN_CASE(the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns);
     RUN_CASE(a_program_with_raised_privileges_ignores_ebb_variables);
