@@ -69,12 +69,26 @@ $(BUILD)/libebb-prefixed.so: $(PREFIXED_OBJS) src/exports-prefixed.map
 	ln -sf libebb-prefixed.so $(BUILD)/libebb-prefixed.so.$(SOVERSION)
 
 # Without override_dlopen.o: a static program has no next dlopen to call.
+# One relocatable object whose hidden symbols are made local, as the shared
+# library's are: an archive of the objects themselves gave every internal
+# name (lock_acquire, stats_init, the TLS block `tls`...) to the program's
+# link, and a program with a function of the same name did not link
+# (review finding). White-box tests link the objects as they are
+# ($(OBJ)/libebb-internal.a). OBJCOPY: the one of the compiler's target
+# (aarch64-linux-gnu-gcc -> aarch64-linux-gnu-objcopy).
 STATIC_OBJS := $(filter-out $(OBJ)/override_dlopen.o,$(OBJS))
-$(BUILD)/libebb.a: $(STATIC_OBJS)
+OBJCOPY ?= $(or $(patsubst %gcc,%objcopy,$(filter %-gcc,$(notdir $(CC)))),objcopy)
+$(BUILD)/libebb.a: $(STATIC_OBJS) Makefile
+	rm -f $@ $(OBJ)/libebb-static.o
+	$(CC) -r -nostdlib -o $(OBJ)/libebb-static.o $(STATIC_OBJS)
+	$(OBJCOPY) --localize-hidden $(OBJ)/libebb-static.o
+	ar rcs $@ $(OBJ)/libebb-static.o
+
+$(OBJ)/libebb-internal.a: $(STATIC_OBJS)
 	rm -f $@
 	ar rcs $@ $(STATIC_OBJS)
 
-EBB_PC = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\nName: ebb\nDescription: ebb memory allocator\nVersion: %s\nLibs: -L$${libdir} -lebb\nLibs.private: -lpthread\nCflags: -I$${includedir}\n' \
+EBB_PC = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\nName: ebb\nDescription: ebb memory allocator\nVersion: %s\nLibs: -L$${libdir} -Wl,--push-state,--no-as-needed -lebb -Wl,--pop-state\nLibs.private: -lpthread\nCflags: -I$${includedir}\n' \
 	       '$(PREFIX)' '$(LIBDIR)' '$(INCDIR)' '$(VERSION)' > $@
 $(BUILD)/ebb.pc: Makefile
 	mkdir -p $(BUILD)

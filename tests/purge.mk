@@ -6,7 +6,7 @@
 #
 # Three programs from one source:
 #   test_purge        -lebb: ebb is the process allocator (the RSS scenarios)
-#   test_purge_hooks  build/libebb.a, -DPURGE_HOOKS: the cases that read ebb's
+#   test_purge_hooks  build/obj/libebb-internal.a, -DPURGE_HOOKS: the cases that read ebb's
 #                     internal counters (os_map_calls, purge_pass_count, ...) or
 #                     run purge passes (purge_run), which only the archive exposes
 #   test_purge_tsan   ebb's sources but override.c with the purge stress on the
@@ -60,8 +60,8 @@ $(PURGE_TEST_DIR)/libold_mremap.so: tests/old_mremap.c
 	$(call purge_soft_build,$(CC) $(PURGE_CFLAGS) -fPIC -shared $< -o $@)
 
 # Static: the internal hooks are hidden symbols, reachable only from the archive.
-$(PURGE_TEST_DIR)/test_purge_hooks: tests/test_purge.c $(PURGE_HDRS) $(BUILD)/libebb.a
-	$(call purge_soft_build,$(CC) $(PURGE_CFLAGS) -DPURGE_HOOKS $< -o $@ $(BUILD)/libebb.a -lpthread)
+$(PURGE_TEST_DIR)/test_purge_hooks: tests/test_purge.c $(PURGE_HDRS) $(OBJ)/libebb-internal.a
+	$(call purge_soft_build,$(CC) $(PURGE_CFLAGS) -DPURGE_HOOKS $< -o $@ $(OBJ)/libebb-internal.a -lpthread)
 
 $(PURGE_TEST_DIR)/test_purge_tsan: tests/test_purge.c $(PURGE_HDRS) $(PURGE_SAN_SRCS) $(wildcard src/*.h)
 ifeq ($(PURGE_SAN_HAVE),yes)

@@ -4,7 +4,7 @@
  * to the smallest class that holds it, and page_is_carved_block accepts the
  * start of each carved block of a page and nothing else.
  *
- * Linked with build/libebb.a (the tables and helpers are internal).
+ * Linked with build/obj/libebb-internal.a (the tables and helpers are internal).
  */
 #include "check.h"
 

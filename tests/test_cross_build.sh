@@ -11,8 +11,8 @@
 #                                   the project's flags: libebb.so and libebb.a
 #                                   are aarch64 objects
 #   os_test_builds_for_aarch64      tests/test_os.c (its aarch64 register
-#                                   holders) compiles and links against that
-#                                   archive
+#                                   holders) compiles and links against the
+#                                   objects (obj/libebb-internal.a)
 # Nothing is run here: tests/test_qemu_aarch64.sh runs the aarch64 build
 # under qemu-user. (This header once said qemu-user could not deliver the
 # register pass's signal: it delivers real-time signals, all but the two
@@ -36,7 +36,8 @@ failed=0
 echo "[ RUN  ] library_builds_for_aarch64"
 # Not the outer make's variables (MAKEFLAGS passes them down): an x86-only
 # EXTRA_CFLAGS such as -march=native would break the aarch64 compiler.
-if ! env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s CC="$CROSS" BUILD="$OUT" EXTRA_CFLAGS= lib >"$OUT/make.log" 2>&1; then
+if ! env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make -s CC="$CROSS" BUILD="$OUT" EXTRA_CFLAGS= lib \
+        "$OUT/obj/libebb-internal.a" >"$OUT/make.log" 2>&1; then
     echo "    FAILED: make lib for aarch64:"
     sed 's/^/      /' "$OUT/make.log" | tail -40
     echo "[ FAIL ] library_builds_for_aarch64"
@@ -55,7 +56,7 @@ fi
 echo "[ RUN  ] os_test_builds_for_aarch64"
 if "$CROSS" -std=c11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE -fno-builtin-malloc \
     -fno-builtin-free -Iinclude -Itests tests/test_os.c -o "$OUT/test_os" \
-    "$OUT/libebb.a" -lpthread >"$OUT/test_os.log" 2>&1 &&
+    "$OUT/obj/libebb-internal.a" -lpthread >"$OUT/test_os.log" 2>&1 &&
     readelf -h "$OUT/test_os" | grep -q 'Machine:.*AArch64'; then
     echo "[  OK  ] os_test_builds_for_aarch64"
 else

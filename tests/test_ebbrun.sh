@@ -28,7 +28,8 @@
 #                                      that also has ebb loaded
 #   installed_ebbrun_finds_its_library make install DESTDIR=...: the installed
 #                                      ebbrun runs a program with the installed
-#                                      library
+#                                      library; ebb.pc's Libs link libebb.so into
+#                                      a C++ program that only uses new
 #   debug_flag_turns_on_debug_mode     --debug on a program with a double free:
 #                                      the report and SIGABRT; with --set
 #                                      EBB_DEBUG_ON_ERROR=continue it goes on
@@ -395,6 +396,22 @@ if make -s -C "$ROOT" install DESTDIR="$TMP/dest" PREFIX=/opt/ebb BUILD="$BUILD"
     out=$("$inst" -- sh -c 'grep libebb /proc/self/maps | head -n 1')
     echo "$out" | grep -q "$TMP/dest/opt/ebb/lib/libebb.so" ||
         fail "the installed ebbrun should preload the installed library; maps: $out"
+    # Review finding (stop 51): Debian's gcc links --as-needed, which dropped
+    # -lebb from a C++ program that only uses new and delete: it kept
+    # glibc's malloc. ebb.pc's Libs keep it.
+    libdir=$TMP/dest/opt/ebb/lib
+    libs=$(sed -n 's/^Libs: //p' "$libdir/pkgconfig/ebb.pc" | sed "s|\${libdir}|$libdir|g")
+    printf 'int main() { int *p = new int[100]; p[5] = 1; int r = p[5] - 1; delete[] p; return r; }\n' >"$TMP/newonly.cc"
+    if command -v g++ >/dev/null; then
+        if g++ -O1 "$TMP/newonly.cc" $libs -Wl,-rpath,"$libdir" -o "$TMP/newonly" 2>"$TMP/newonly.log"; then
+            readelf -d "$TMP/newonly" | grep -q 'NEEDED.*libebb\.so' ||
+                fail "linked with ebb.pc's Libs ($libs), a new-only C++ program should need libebb.so"
+        else
+            fail "g++ with ebb.pc's Libs failed: $(tail -n 3 "$TMP/newonly.log")"
+        fi
+    else
+        echo "    SKIPPED CHECK [$name]: no g++ for the C++ link through ebb.pc"
+    fi
 else
     fail "make install failed: $(tail -n 5 "$TMP/install.log")"
 fi

@@ -19,6 +19,11 @@
 #                               library file stays under 2 MiB (the segment map
 #                               alone is 8 MiB); and .data with the small
 #                               globals of .bss fits in one page
+#   archive_defines_only_public_names  libebb.a (next to the library) gives
+#                               a program's link nothing but the standard and
+#                               glibc names and ebb_*: every internal name is
+#                               local (review finding: a program with a
+#                               function named lock_acquire did not link)
 set -u
 LIB=${1:-build/libebb.so}
 fails=0
@@ -115,5 +120,26 @@ if [ -n "$lbss_type" ]; then # the GCC build, where ebb_cold_bss places the big 
              "keep the small globals in one (ebb_cold_bss for big arrays)"
 fi
 [ $fails -eq $before ] && echo "[  OK  ] cold_arrays_take_no_file_space" || echo "[ FAIL ] cold_arrays_take_no_file_space"
+
+echo "[ RUN  ] archive_defines_only_public_names"
+before=$fails
+ARCHIVE=$(dirname "$LIB")/libebb.a
+if [ -f "$ARCHIVE" ]; then
+    # Lines: "address type name"; the archive has no dlopen or dlclose.
+    while read -r _ type name; do
+        case " $(echo $STANDARD) " in
+            *" $name "*) continue ;;
+        esac
+        case $name in
+            ebb_*) continue ;;
+        esac
+        fail "libebb.a defines '$name' (type $type) for the program's link; only the public names may be"
+    done < <(nm -g --defined-only "$ARCHIVE" | grep -v '^$' | grep -v ':$')
+    n=$(nm -g --defined-only "$ARCHIVE" | grep -c ' T malloc$')
+    [ "$n" -eq 1 ] || fail "libebb.a should define malloc once, found $n"
+else
+    fail "$ARCHIVE does not exist"
+fi
+[ $fails -eq $before ] && echo "[  OK  ] archive_defines_only_public_names" || echo "[ FAIL ] archive_defines_only_public_names"
 
 [ $fails -eq 0 ]

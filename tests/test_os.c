@@ -8,7 +8,7 @@
  * registers of threads still running: a value only a register holds arrives,
  * and the threads it cannot ask are counted, but for one it is told to skip.
  *
- * Linked with build/libebb.a (all are internal to the library).
+ * Linked with build/obj/libebb-internal.a (all are internal to the library).
  */
 #include "check.h"
 

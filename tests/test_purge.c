@@ -23,7 +23,7 @@
  *
  * Three programs are built from this file (tests/purge.mk):
  *   test_purge        linked with -lebb: ebb is the process allocator;
- *   test_purge_hooks  linked with build/libebb.a (-DPURGE_HOOKS): the cases that
+ *   test_purge_hooks  linked with build/obj/libebb-internal.a (-DPURGE_HOOKS): the cases that
  *                     read ebb's internal counters or run purge passes;
  *   test_purge_tsan   (-DPURGE_TSAN_STRESS) ebb's sources but override.c under
  *                     ThreadSanitizer: only the purge protocol stress, on the
@@ -72,7 +72,7 @@
 #define UNUSED __attribute__((unused))
 
 #if defined(PURGE_HOOKS) || defined(PURGE_TSAN_STRESS)
-/* Internal hooks (hidden symbols: reachable from libebb.a and the sources). */
+/* Internal hooks (hidden symbols: reachable from libebb-internal.a and the sources). */
 extern unsigned long os_map_calls(void);
 extern unsigned long os_purge_calls(void);
 extern unsigned long os_purge_syscalls(void);
@@ -5456,7 +5456,7 @@ static void the_standby_segment_keeps_no_page_resident(void)
 #endif /* test_purge */
 
 /* ===========================================================================
- * Cases of test_purge_hooks (libebb.a, internal counters)
+ * Cases of test_purge_hooks (libebb-internal.a, internal counters)
  * ========================================================================= */
 #if defined(PURGE_HOOKS)
 

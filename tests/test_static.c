@@ -60,6 +60,34 @@ static void glibc_reporting_names_are_ebbs(void)
     free(p);
 }
 
+/* Names ebb uses inside, defined by the program: the archive keeps its own
+ * local, so the program links and its names stay its own (review finding:
+ * "multiple definition of lock_acquire", and a global `tls` clashed with
+ * ebb's thread-local block). */
+int tls = 7;
+static int program_locks;
+void lock_acquire(void *lock);
+void lock_acquire(void *lock)
+{
+    (void)lock;
+    program_locks++;
+}
+void stats_init(void);
+void stats_init(void)
+{
+    program_locks += 100;
+}
+
+static void the_programs_own_names_are_its_own(void)
+{
+    lock_acquire(NULL);
+    stats_init();
+    void *p = malloc(100000); /* ebb takes its own locks meanwhile */
+    free(p);
+    CHECK(program_locks == 101 && tls == 7, "expected the program's lock_acquire, stats_init "
+          "and tls, got %d calls and tls %d", program_locks, tls);
+}
+
 static void libc_internal_allocations_use_ebb(void)
 {
     char *s = strdup("static linking");
@@ -388,6 +416,7 @@ int main(int argc, char **argv)
     RUN_CASE(malloc_in_a_static_link_is_ebb);
     RUN_CASE(libc_internal_allocations_use_ebb);
     RUN_CASE(glibc_reporting_names_are_ebbs);
+    RUN_CASE(the_programs_own_names_are_its_own);
     RUN_CASE(threads_allocate_and_free_across_each_other);
     RUN_CASE(the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns);
     RUN_CASE(a_program_with_raised_privileges_ignores_ebb_variables);

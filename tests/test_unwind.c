@@ -13,7 +13,7 @@
  * by one whose frames differ (tests/unwind_plugin.c), whose pcs must not
  * keep the rules worked out for the first.
  *
- * Linked with build/libebb.a (trace_crosscheck is internal); run with
+ * Linked with build/obj/libebb-internal.a (trace_crosscheck is internal); run with
  * EBB_DEBUG=1, which sets the unwinder up. Elsewhere than on x86-64 there is
  * no fast unwinder: the chains then check libgcc's traces alone, and say so.
  */

@@ -83,8 +83,8 @@ $(TEST_DIR)/test_first_call: tests/test_first_call.c $(TEST_HDRS) $(BUILD)/libeb
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(TEST_LINK_EBB) -lpthread)
 
 # Static: the OS layer's failure injector is reachable only from the archive.
-$(TEST_DIR)/test_oom: tests/test_oom.c $(TEST_HDRS) $(BUILD)/libebb.a
-	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/libebb.a -lpthread)
+$(TEST_DIR)/test_oom: tests/test_oom.c $(TEST_HDRS) $(OBJ)/libebb-internal.a
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(OBJ)/libebb-internal.a -lpthread)
 
 # The constructor library is deliberately not linked with ebb: it takes
 # whichever malloc the process has, before ebb's own initialization.
@@ -200,8 +200,8 @@ $(TEST_DIR)/libsepdebug_plugin.so: tests/sepdebug_plugin.c
 	    objcopy --add-gnu-debuglink=$@.debug $@)
 
 # Static: the readers it checks are internal to the library.
-$(TEST_DIR)/test_os: tests/test_os.c $(TEST_HDRS) $(BUILD)/libebb.a
-	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/libebb.a -lpthread)
+$(TEST_DIR)/test_os: tests/test_os.c $(TEST_HDRS) $(OBJ)/libebb-internal.a
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(OBJ)/libebb-internal.a -lpthread)
 
 # Linked with the ebb_ names alone; glibc's malloc stays the process's.
 TEST_LINK_PREFIXED := -L$(BUILD) -lebb-prefixed -Wl,-rpath,$(TEST_ABS_BUILD)
@@ -222,12 +222,12 @@ $(TEST_DIR)/libdeepbind_plugin.so: tests/deepbind_plugin.c
 	$(call test_soft_build,$(CC) $(TEST_CFLAGS) -shared -fPIC $< -o $@)
 
 # Static: the size-class tables and helpers are internal to the library.
-$(TEST_DIR)/test_classes: tests/test_classes.c $(TEST_HDRS) $(BUILD)/libebb.a
-	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/libebb.a -lpthread)
+$(TEST_DIR)/test_classes: tests/test_classes.c $(TEST_HDRS) $(OBJ)/libebb-internal.a
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(OBJ)/libebb-internal.a -lpthread)
 
 # Static: trace_crosscheck is internal to the library.
-$(TEST_DIR)/test_unwind: tests/test_unwind.c $(TEST_HDRS) $(BUILD)/libebb.a
-	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/libebb.a -lpthread -ldl)
+$(TEST_DIR)/test_unwind: tests/test_unwind.c $(TEST_HDRS) $(OBJ)/libebb-internal.a
+	$(call test_soft_build,$(CC) $(TEST_CFLAGS) $< -o $@ $(OBJ)/libebb-internal.a -lpthread -ldl)
 
 # The memory-return tests: their own rules, in the same style.
 -include tests/purge.mk
