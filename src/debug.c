@@ -1501,6 +1501,16 @@ static void prefetch_block(const debug_header_t *h)
  * such a pointer: if its address serves a new block, that block answers.
  * The pointer is kept inverted: ebb's data is a root of the leak report, and
  * a plain copy made a lost block at that address reachable (review finding).
+ *
+ * A new block at a remembered pointer would answer for it, and the second
+ * free of the old pointer would free the new block unreported: the huge
+ * cache hands a freed mapping to the next request of its size at once. So a
+ * new huge block whose pointer is remembered is moved, pages and all, to an
+ * address of its own (big_freed_keep_apart, huge_relocate: one mremap, no
+ * byte copied, no range held back); the old range is left unmapped, and a
+ * free of the old pointer is then reported with the old block's traces.
+ * Where it cannot move (a large block of a segment, with a quarantine
+ * smaller than the default; or the OS refuses), it stays, as before.
  */
 #define BIG_FREED_MAX 16
 static struct {
@@ -1511,14 +1521,57 @@ static struct {
         debug_header_t header;
     } at[BIG_FREED_MAX];
 } big_freed ebb_cold_bss;
+/* Whether a record was ever made: a relaxed hint, read without the lock by
+ * every allocation that could collide with one. */
+static atomic_bool big_freed_any;
 
 static void big_freed_note(debug_header_t *h)
 {
+    uintptr_t inverted = ~(uintptr_t)user_of(h);
     lock_acquire(&big_freed.lock);
-    unsigned i = big_freed.next++ % BIG_FREED_MAX;
-    big_freed.at[i].user_inverted = ~(uintptr_t)user_of(h);
+    /* One record a pointer, the newest: a block freed, its address taken
+     * again and freed again left two, and a double free was shown with the
+     * older block's traces. */
+    unsigned i = big_freed.next % BIG_FREED_MAX;
+    bool known = false;
+    for (unsigned k = 0; k < BIG_FREED_MAX && !known; k++) {
+        if (big_freed.at[k].user_inverted == inverted) {
+            i = k;
+            known = true;
+        }
+    }
+    if (!known)
+        big_freed.next++;
+    big_freed.at[i].user_inverted = inverted;
     memcpy(&big_freed.at[i].header, h, sizeof *h);
     lock_release(&big_freed.lock);
+    atomic_store_explicit(&big_freed_any, true, memory_order_relaxed);
+}
+
+/* Whether p is the pointer of a remembered block. */
+static bool big_freed_holds(const void *p)
+{
+    bool found = false;
+    lock_acquire(&big_freed.lock);
+    for (unsigned k = 0; k < BIG_FREED_MAX && !found; k++)
+        found = big_freed.at[k].user_inverted == ~(uintptr_t)p;
+    lock_release(&big_freed.lock);
+    return found;
+}
+
+/* h: a block just allocated, not yet headed, whose user bytes will start at
+ * h + offset. A new address for it if that pointer is a remembered big
+ * free's (above), else h. */
+static debug_header_t *big_freed_keep_apart(debug_header_t *h, size_t offset)
+{
+    if (ebb_likely(!atomic_load_explicit(&big_freed_any, memory_order_relaxed)) ||
+        !big_freed_holds((uint8_t *)h + offset))
+        return h;
+    segment_t *seg = ptr_segment(h);
+    if (seg->kind != SEGMENT_HUGE || (uint8_t *)seg + seg->block_offset != (uint8_t *)h)
+        return h;
+    debug_header_t *moved = huge_relocate(seg, h);
+    return moved ? moved : h;
 }
 
 /* The header of the remembered block whose user pointer p was; false if none. */
@@ -1836,6 +1889,7 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
             return NULL; /* errno set */
         errno = saved_errno;
         free_list_check(h);
+        h = big_freed_keep_apart(h, offset);
     }
     h->size = size;
     h->shard = 0;

@@ -1684,6 +1684,10 @@ void huge_free(segment_t *seg);
 size_t huge_usable_size(segment_t *seg);
 /* Resize a huge block by remapping; NULL if it must be copied elsewhere. */
 void *huge_realloc(segment_t *seg, void *p, size_t size);
+/* Debug mode: move the huge block p, just allocated and still the caller's
+ * alone, with its pages (no byte copied) to an address of its own; the old
+ * range is left unmapped. The new address, or NULL (p is as it was). */
+void *huge_relocate(segment_t *seg, void *p);
 /* Purge/unmap cached huge mappings by age (all with `force`). True if some
  * remain that a later pass must handle. */
 bool huge_cache_decay(uint64_t now_ms, bool force);

@@ -898,6 +898,20 @@ static void huge_set_size(segment_t *seg, size_t map_size)
     lock_release(&huge_lock);
 }
 
+void *huge_relocate(segment_t *seg, void *p)
+{
+    size_t offset = (size_t)((uint8_t *)p - (uint8_t *)seg);
+    size_t total = seg->map_size;
+    segment_map_set(seg, false);
+    huge_count_live(seg, false); /* its header moves with the mapping */
+    segment_t *moved = huge_grow_moved(seg, total, total);
+    if (moved != NULL)
+        seg = moved;
+    huge_count_live(seg, true);
+    segment_map_set(seg, true);
+    return moved ? (uint8_t *)seg + offset : NULL;
+}
+
 void *huge_realloc(segment_t *seg, void *p, size_t size)
 {
     size_t ps = os_info.page_size;
