@@ -1023,9 +1023,12 @@ static dead_stack_t dead_stack_below(uintptr_t sp)
 }
 
 /* One line of /proc/self/maps: "start-end perms offset dev inode path". */
+static size_t scan_maps_lines; /* read by this report's scan_roots */
+
 static void scan_maps_line(const char *line, size_t len, void *arg)
 {
     const dead_stack_t *dead = arg;
+    scan_maps_lines++;
     os_maps_line_t m;
     if (!os_maps_line_parse(line, len, &m) || m.perms[0] != 'r' || m.perms[1] != 'w')
         return;
@@ -1046,12 +1049,16 @@ static void scan_maps_line(const char *line, size_t len, void *arg)
 }
 
 /* The roots. False if some could not be listed: /proc/self/maps not read to
- * its end, a module's headers in a forked child (scan_relro_by_list), or
- * more RELRO regions than listed (scan_relro). */
+ * its end, or empty (a process has a mapping or two: an empty file is one
+ * this thread could not read, os.c's proc_thread_self), a module's headers in
+ * a forked child (scan_relro_by_list), or more RELRO regions than listed
+ * (scan_relro). */
 static bool scan_roots(dead_stack_t dead)
 {
+    scan_maps_lines = 0;
     bool whole = os_for_each_line("/proc/self/maps", scratch.maps, sizeof scratch.maps,
-                                  scan_maps_line, &dead);
+                                  scan_maps_line, &dead) &&
+                 scan_maps_lines > 0;
     /* A stack that is a block of the heap (a coroutine's, or a thread's
      * given by pthread_attr_setstack) is in no root: the block is in use,
      * and reachable, whatever points to it; scanned whole, with its frames
