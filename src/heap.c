@@ -219,6 +219,17 @@ static void heap_direct_clear(heap_t *heap)
         atomic_store_explicit(&heap->direct_class[i], &page_empty, memory_order_relaxed);
 }
 
+/* How many heaps are marked exit_pending (step 4): when none, a thread that
+ * makes a heap looks at no other. */
+static atomic_int heaps_exit_pending;
+
+/* heap_reset's, and the scavenger's past EXIT_PENDING_MAX_MS. */
+static void heap_exit_pending_clear(heap_t *heap)
+{
+    if (atomic_exchange(&heap->exit_pending, 0))
+        atomic_fetch_sub(&heaps_exit_pending, 1);
+}
+
 /* Forget every page and segment (they have been freed or abandoned: another
  * thread may own them now, so nothing here writes to them; abandoning cleared
  * the kept pages' flags). */
@@ -234,6 +245,7 @@ static void heap_reset(heap_t *heap)
     heap->segment_count = 0;
     atomic_store(&heap->remote_pending, 0);
     atomic_store(&heap->retained_pending, 0);
+    heap_exit_pending_clear(heap);
     atomic_store(&heap->sparse_pending, 0);
     atomic_store(&heap->collect_asked, 0);
     atomic_store(&heap->collect_parked, 0);
@@ -261,6 +273,15 @@ static void heap_reset(heap_t *heap)
  *   3. a thread with no heap whose free finds a segment with its own id (the
  *      dead thread's) hands such heaps back (page_free_local_slow), instead
  *      of treating the page as a page of heap_empty.
+ *   4. a heap made after ebb's destructor ran in its thread (tls.exiting) is
+ *      marked exit_pending; the next thread that makes a heap, or the
+ *      scavenger's next pass, whether anything else is pending or not,
+ *      hands it back once its owner is gone. Steps 1-3 need a new thread on the same stack, or the heap to
+ *      have something pending: a program that gives each thread a stack of
+ *      its own that it never frees, and a last-round destructor that kept
+ *      one small block, left one segment of 4 MiB mapped for every thread,
+ *      each holding a few blocks (review finding: 1,000 threads, 1,001
+ *      segments, 4 GiB of address space, for 66 KiB live).
  * ------------------------------------------------------------------------- */
 /* Under heap_pool_lock and heap->lock, which this releases. */
 static void heap_hand_back_held(heap_t *heap)
@@ -307,12 +328,50 @@ void heaps_of_dead_thread_hand_back(uintptr_t thread_id)
     lock_release(&heap_pool_lock);
 }
 
+/* Step 4 above: a heap made by a destructor after ebb's. Its thread ends
+ * within microseconds of the destructor, unless a later one blocks; past
+ * this long the mark goes (heap_scavenge). */
+#define EXIT_PENDING_MAX_MS 10000
+
+/* Step 4 above: a heap made by a destructor after ebb's. */
+static void heap_mark_if_exiting(heap_t *heap)
+{
+    if (ebb_unlikely(tls.exiting)) {
+        if (!atomic_exchange(&heap->exit_pending, 1))
+            atomic_fetch_add(&heaps_exit_pending, 1);
+        purge_wake();
+    }
+}
+
+
+/* Step 4, by a thread making its heap: the marked heaps whose owners are
+ * gone go back to the pool, so that their segments can be reclaimed by this
+ * thread; a program that starts threads faster than the scavenger's passes
+ * come kept hundreds (review finding). A gone owner runs nothing of its
+ * heap's: no quiescing is needed, as in step 1. */
+static void heaps_of_gone_owners_hand_back(void)
+{
+    if (ebb_likely(atomic_load_explicit(&heaps_exit_pending, memory_order_relaxed) == 0))
+        return;
+    lock_acquire(&heap_pool_lock);
+    for (heap_t *h = heap_all; h; h = h->all_next) {
+        if (!h->in_use || !atomic_load(&h->exit_pending) || !lock_try_acquire(&h->lock))
+            continue;
+        if (heap_owner_gone(h))
+            heap_hand_back_held(h);
+        else
+            lock_release(&h->lock);
+    }
+    lock_release(&heap_pool_lock);
+}
+
 heap_t *heap_get_or_create(void)
 {
     process_init();
     if (tls.heap != &heap_empty)
         return tls.heap; /* created by a recursive call during initialization */
     heaps_of_dead_thread_hand_back(thread_id_self());
+    heaps_of_gone_owners_hand_back();
     heap_t *heap = heap_pool_take(thread_id_self());
     if (heap == NULL)
         return NULL;
@@ -323,6 +382,7 @@ heap_t *heap_get_or_create(void)
     heap->owner_pid = os_getpid();
     lock_release(&heap->lock);
     tls.heap = heap;
+    heap_mark_if_exiting(heap);
     /* May allocate (glibc's second-level key array): tls.heap is set already. */
     if (heap_key_ready)
         pthread_setspecific(heap_key, heap);
@@ -335,6 +395,7 @@ heap_t *heap_create_debug(void)
     if (tls_debug_heap)
         return tls_debug_heap;
     heaps_of_dead_thread_hand_back(thread_id_self() | THREAD_ID_DEBUG);
+    heaps_of_gone_owners_hand_back();
     heap_t *heap = heap_pool_take(thread_id_self() | THREAD_ID_DEBUG);
     if (heap == NULL)
         return NULL;
@@ -345,6 +406,7 @@ heap_t *heap_create_debug(void)
     heap->owner_pid = os_getpid();
     lock_release(&heap->lock);
     tls_debug_heap = heap;
+    heap_mark_if_exiting(heap);
     if (heap_key_ready)
         pthread_setspecific(heap_key, heap);
     return heap;
@@ -394,7 +456,9 @@ static void heap_thread_done(void *arg)
     heap->busy = NULL; /* this thread's TLS goes away with it */
     lock_release(&heap->lock);
     /* A destructor that runs after this one and allocates gets a new heap
-     * (and this destructor again in the next round). */
+     * (and this destructor again in the next round; in the last, step 4
+     * of "Heaps of threads that died"). */
+    tls.exiting = 1;
     tls.heap = &heap_empty;
     tls_debug_heap = NULL;
     int sig = atomic_load_explicit(&exit_signal, memory_order_relaxed);
@@ -657,6 +721,31 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
             heap_visit_own(h);
             continue;
         }
+        if (ebb_unlikely(atomic_load(&h->exit_pending))) {
+            if (h->scav_exit_ms == 0)
+                h->scav_exit_ms = now_ms | 1;
+            /* A thread that got the dead owner's id keeps it looking alive:
+             * then only steps 1-3 remain, and an idle process gets no
+             * passes for it after this long. */
+            if (ms_since(now_ms, h->scav_exit_ms) > EXIT_PENDING_MAX_MS)
+                heap_exit_pending_clear(h);
+        } else {
+            h->scav_exit_ms = 0;
+        }
+        if (ebb_unlikely(atomic_load(&h->exit_pending)) && lock_try_acquire(&h->lock)) {
+            /* Step 4 of "Heaps of threads that died": not waiting for
+             * the heap to look idle, which a dead owner's never stops
+             * being. Judged gone the way a quiesced heap is; one whose
+             * owner still runs its destructors is looked at next pass. */
+            if (heap_quiesce(h)) {
+                if (heap_owner_gone(h)) {
+                    heap_hand_back_held(h);
+                    continue;
+                }
+                heap_unquiesce(h);
+            }
+            lock_release(&h->lock);
+        }
         int remote = atomic_exchange(&h->remote_pending, 0) || collect_request_pending(h);
         int retained = atomic_exchange(&h->retained_pending, 0);
         int sparse = atomic_exchange(&h->sparse_pending, 0);
@@ -831,6 +920,7 @@ bool heap_scavenge_pending(int sparse_bits)
     lock_acquire(&heap_pool_lock);
     for (heap_t *h = heap_all; h && !pending; h = h->all_next)
         pending = h->in_use && (atomic_load(&h->remote_pending) || atomic_load(&h->retained_pending) ||
+                                atomic_load(&h->exit_pending) ||
                                 (atomic_load(&h->sparse_pending) & sparse_bits) ||
                                 collect_request_pending(h));
     lock_release(&heap_pool_lock);

@@ -827,6 +827,9 @@ typedef struct heap_s {
     /* The scavenger's (under pass_lock): since when remote frees have been
      * pending on this heap; 0: none pending. */
     uint64_t scav_remote_ms;
+    /* The scavenger's (under pass_lock): since when exit_pending has been
+     * set; 0: not yet seen. */
+    uint64_t scav_exit_ms;
     /* Set by the scavenger when remote frees have waited long on a heap whose
      * owner keeps running; the owner's next locked slow path collects
      * (heap_collect_asked) and clears it, recording how long that took (us),
@@ -839,6 +842,11 @@ typedef struct heap_s {
     /* Any thread: the owner kept an empty page for reuse (page.c); the
      * scavenger takes it back when the owner stays idle. */
     atomic_int retained_pending;
+    /* Set by its owner when a key destructor running after ebb's made the
+     * heap (tls.exiting): the scavenger looks at it at every pass, idle or
+     * not, until its owner is gone and it hands it back (heap.c, step 4), or
+     * for EXIT_PENDING_MAX_MS at most. Cleared by heap_reset. */
+    atomic_int exit_pending;
     /* Any thread: pages of the heap are marked in segment_t.sparse_watch;
      * the scavenger trims them once the owner stays idle (heap.c,
      * heap_scavenge). SPARSE_MARKED: a page left its full list with blocks
@@ -1580,6 +1588,10 @@ typedef struct tls_s {
      * In the struct's padding, not a global: .data and .bss have no byte to
      * spare in their one page (ebb_cold_bss). */
     uint16_t remote_free_pause_ms;
+    /* 1 once ebb's thread-exit destructor ran in this thread: a heap made
+     * after that is made by a later key destructor (heap.c, "Heaps of
+     * threads that died", step 4). */
+    uint8_t exiting;
 } tls_t;
 _Static_assert(sizeof(tls_t) == 2 * sizeof(void *), "tls_t: two words");
 /* One TLS block, so the fast paths find both fields from one address. */
