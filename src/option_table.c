@@ -112,6 +112,10 @@ static bool parse_bytes(const char *s, long *out)
 {
     if (*s == '+')
         s++;
+    /* Leading zeros are no digits of the count: 25 of them before "16"
+     * were refused as too long, with a message giving a range 16 is in. */
+    while (s[0] == '0' && s[1] >= '0' && s[1] <= '9')
+        s++;
     char digits[24];
     size_t n = 0;
     while (s[n] >= '0' && s[n] <= '9') {
