@@ -223,7 +223,7 @@ static void heap_direct_clear(heap_t *heap)
  * makes a heap looks at no other. */
 static atomic_int heaps_exit_pending;
 
-/* heap_reset's, and the scavenger's past EXIT_PENDING_MAX_MS. */
+/* heap_reset's, and the scavenger's past EXIT_PENDING_MAX_PASSES. */
 static void heap_exit_pending_clear(heap_t *heap)
 {
     if (atomic_exchange(&heap->exit_pending, 0))
@@ -330,8 +330,9 @@ void heaps_of_dead_thread_hand_back(uintptr_t thread_id)
 
 /* Step 4 above: a heap made by a destructor after ebb's. Its thread ends
  * within microseconds of the destructor, unless a later one blocks; past
- * this long the mark goes (heap_scavenge). */
-#define EXIT_PENDING_MAX_MS 10000
+ * this many scavenger passes (one a purge delay while the mark is pending:
+ * 10 s by default) the mark goes (heap_scavenge). */
+#define EXIT_PENDING_MAX_PASSES 200
 
 /* Step 4 above: a heap made by a destructor after ebb's. */
 static void heap_mark_if_exiting(heap_t *heap)
@@ -721,16 +722,15 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
             heap_visit_own(h);
             continue;
         }
-        if (ebb_unlikely(atomic_load(&h->exit_pending))) {
-            if (h->scav_exit_ms == 0)
-                h->scav_exit_ms = now_ms | 1;
+        int exit_passes = atomic_load(&h->exit_pending);
+        if (ebb_unlikely(exit_passes != 0)) {
             /* A thread that got the dead owner's id keeps it looking alive:
              * then only steps 1-3 remain, and an idle process gets no
-             * passes for it after this long. */
-            if (ms_since(now_ms, h->scav_exit_ms) > EXIT_PENDING_MAX_MS)
+             * passes for it after this many. */
+            if (exit_passes > EXIT_PENDING_MAX_PASSES)
                 heap_exit_pending_clear(h);
-        } else {
-            h->scav_exit_ms = 0;
+            else
+                atomic_compare_exchange_strong(&h->exit_pending, &exit_passes, exit_passes + 1);
         }
         if (ebb_unlikely(atomic_load(&h->exit_pending)) && lock_try_acquire(&h->lock)) {
             /* Step 4 of "Heaps of threads that died": not waiting for

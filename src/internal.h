@@ -818,6 +818,13 @@ typedef struct heap_s {
      * xthread_free list; the scavenger exchanges it to 0 and looks for pages
      * whose blocks all came back while the owner was idle (purge.c). */
     atomic_int remote_pending;
+    /* Set to 1 by its owner when a key destructor running after ebb's made
+     * the heap (tls.exiting): the scavenger looks at it at every pass, idle
+     * or not, until its owner is gone and it hands it back (heap.c, step 4),
+     * for EXIT_PENDING_MAX_PASSES passes at most (it counts them here).
+     * Cleared by heap_reset. (In a hole of the struct: heap_empty lies in
+     * the one page of small globals, tests/test_exports.sh.) */
+    atomic_int exit_pending;
     /* Owner (relaxed store), read by the scavenger: slow paths taken so far.
      * The scavenger's own record (under pass_lock): the count it last saw and
      * since when; a heap whose count has not moved for the purge delay is idle. */
@@ -827,9 +834,6 @@ typedef struct heap_s {
     /* The scavenger's (under pass_lock): since when remote frees have been
      * pending on this heap; 0: none pending. */
     uint64_t scav_remote_ms;
-    /* The scavenger's (under pass_lock): since when exit_pending has been
-     * set; 0: not yet seen. */
-    uint64_t scav_exit_ms;
     /* Set by the scavenger when remote frees have waited long on a heap whose
      * owner keeps running; the owner's next locked slow path collects
      * (heap_collect_asked) and clears it, recording how long that took (us),
@@ -842,11 +846,6 @@ typedef struct heap_s {
     /* Any thread: the owner kept an empty page for reuse (page.c); the
      * scavenger takes it back when the owner stays idle. */
     atomic_int retained_pending;
-    /* Set by its owner when a key destructor running after ebb's made the
-     * heap (tls.exiting): the scavenger looks at it at every pass, idle or
-     * not, until its owner is gone and it hands it back (heap.c, step 4), or
-     * for EXIT_PENDING_MAX_MS at most. Cleared by heap_reset. */
-    atomic_int exit_pending;
     /* Any thread: pages of the heap are marked in segment_t.sparse_watch;
      * the scavenger trims them once the owner stays idle (heap.c,
      * heap_scavenge). SPARSE_MARKED: a page left its full list with blocks

@@ -211,8 +211,10 @@ bool os_raised_privileges(void)
  * are that thread's, and its memory is no longer its own. The calling
  * thread's, under /proc/thread-self/ (Linux 3.17), still answer. Review
  * finding: debug mode's leak report in such a process read no roots and
- * called every block lost. The path to try first for `path`, in buf (cap
- * bytes); NULL when there is none (not a /proc/self/ file, or its task
+ * called every block lost. /proc/self/ is still read first: qemu-user
+ * answers for it with the emulated program's view, and for
+ * /proc/thread-self/ with its own. The path to try second for `path`, in buf
+ * (cap bytes); NULL when there is none (not a /proc/self/ file, or its task
  * list, which is the process's). */
 static const char *proc_thread_self(const char *path, char *buf, size_t cap)
 {
@@ -230,14 +232,12 @@ static const char *proc_thread_self(const char *path, char *buf, size_t cap)
 
 static int sys_open(const char *path, int flags, mode_t mode)
 {
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
     char own[128];
-    const char *first = proc_thread_self(path, own, sizeof own);
-    if (first != NULL) {
-        int fd = (int)syscall(SYS_openat, AT_FDCWD, first, flags, mode);
-        if (fd >= 0)
-            return fd;
-    }
-    return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+    const char *second = fd < 0 ? proc_thread_self(path, own, sizeof own) : NULL;
+    if (second != NULL)
+        fd = (int)syscall(SYS_openat, AT_FDCWD, second, flags, mode);
+    return fd;
 }
 
 static ssize_t sys_read(int fd, void *buf, size_t n)
@@ -324,6 +324,15 @@ bool os_maps_line_parse(const char *line, size_t len, os_maps_line_t *out)
     return true;
 }
 
+/* One read into buf, retried on EINTR. */
+static ssize_t read_some(int fd, char *buf, size_t n)
+{
+    ssize_t r;
+    while ((r = sys_read(fd, buf, n)) < 0 && errno == EINTR)
+        ;
+    return r;
+}
+
 bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
                         void (*fn)(const char *rec, size_t len, void *arg), void *arg)
 {
@@ -333,13 +342,21 @@ bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
         errno = saved;
         return false;
     }
+    ssize_t r = read_some(fd, buf, cap);
+    /* Empty: a /proc/self/ file of a main thread that has exited; the
+     * calling thread's own then (proc_thread_self). */
+    char own[128];
+    const char *second = r == 0 ? proc_thread_self(path, own, sizeof own) : NULL;
+    int fd2 = second ? (int)syscall(SYS_openat, AT_FDCWD, second, O_RDONLY | O_CLOEXEC, 0) : -1;
+    if (fd2 >= 0) {
+        sys_close(fd);
+        fd = fd2;
+        r = read_some(fd, buf, cap);
+    }
     size_t held = 0;   /* bytes of a record not finished yet, at buf */
     bool cut = false;  /* the rest of an over-long record is being skipped */
     bool ok = true;
     for (;;) {
-        ssize_t r = sys_read(fd, buf + held, cap - held);
-        if (r < 0 && errno == EINTR)
-            continue;
         if (r < 0)
             ok = false;
         if (r <= 0)
@@ -361,6 +378,7 @@ bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
             cut = true;
             held = 0;
         }
+        r = read_some(fd, buf + held, cap - held);
     }
     if (held > 0 && !cut && ok)
         fn(buf, held, arg); /* a last record without its separator */
@@ -866,9 +884,9 @@ bool os_mincore(const void *p, size_t size, unsigned char *vec)
 size_t os_exe_path(char *buf, size_t cap)
 {
     int saved = errno;
-    ssize_t len = readlink("/proc/thread-self/exe", buf, cap - 1);
-    if (len <= 0) /* a kernel before 3.17 */
-        len = readlink("/proc/self/exe", buf, cap - 1);
+    ssize_t len = readlink("/proc/self/exe", buf, cap - 1);
+    if (len <= 0) /* main has exited (proc_thread_self) */
+        len = readlink("/proc/thread-self/exe", buf, cap - 1);
     size_t n = len > 0 ? (size_t)len : 0;
     buf[n] = '\0';
     errno = saved;
