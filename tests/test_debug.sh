@@ -543,6 +543,17 @@ for code in 0 23; do
 done
 end_case
 
+# Review finding (stop 51): verify in a forked child judged the parent's
+# other thread's abandoned segments, where a block it was heading at the fork
+# has no magic yet: a false "corrupted block header" (20 children of 300).
+begin_case verify_in_a_forked_child_reports_nothing_false
+timeout -s KILL 120 env EBB_DEBUG=1 EBB_DEBUG_ON_ERROR=continue EBB_DEBUG_LEAKS=off \
+    "$D/verify_in_forked_child" 200 >"$TMP/vf.out" 2>"$TMP/vf.err"
+rc=$?
+[ $rc -eq 0 ] || { fail "expected no child to report, exit $rc: $(cat "$TMP/vf.out")"; show "$TMP/vf.err"; }
+grep -q '^reported=0 of 200$' "$TMP/vf.out" || fail "expected reported=0 of 200, got: $(cat "$TMP/vf.out")"
+end_case
+
 # Review finding (stop 51): after main's pthread_exit, /proc/self/maps (main's)
 # read empty, and the report called every block lost, the one a global keeps
 # too, made the exit status 23, and counted main's registers as unread.
