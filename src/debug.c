@@ -1837,8 +1837,10 @@ static void free_list_check(void *block)
  * fill; the first `copied` bytes are left as they are instead, for realloc,
  * which copies the old contents over them at once. */
 /* `room`: bytes the underlying block gets beyond what the request needs
- * (realloc's headroom, below); they lie past the canary, untouched. */
-static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t copied, size_t room)
+ * (realloc's headroom, below); they lie past the canary, untouched.
+ * `reallocated`: realloc's block (DEBUG_FLAG_REALLOCATED). */
+static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t copied, size_t room,
+                             bool reallocated)
 {
     if (alignment < MIN_ALIGN)
         alignment = MIN_ALIGN;
@@ -1897,7 +1899,7 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
     h->free_trace = 0;
     h->context = debug_context_current();
     h->align_log2 = alignment > MIN_ALIGN ? (uint8_t)__builtin_ctzl(alignment) : 0;
-    h->flags = (uint8_t)((zero ? DEBUG_FLAG_ZEROED : 0) |
+    h->flags = (uint8_t)((zero ? DEBUG_FLAG_ZEROED : 0) | (reallocated ? DEBUG_FLAG_REALLOCATED : 0) |
                          (unsigned)debug_fork_depth << DEBUG_FORK_DEPTH_SHIFT);
     h->qnext = NULL;
     h->check = header_check(h);
@@ -1913,7 +1915,7 @@ static void *alloc_impl_copy(size_t size, size_t alignment, bool zero, size_t co
 
 static void *alloc_impl(size_t size, size_t alignment, bool zero)
 {
-    return alloc_impl_copy(size, alignment, zero, 0, 0);
+    return alloc_impl_copy(size, alignment, zero, 0, 0, false);
 }
 
 /* ---------------------------------------------------------------------------
@@ -2161,7 +2163,7 @@ static void free_impl(void *p, size_t size, size_t alignment, debug_free_kind_t 
          * (review finding: it was freed, and handed out again). */
         return;
     }
-    if (how == DEBUG_FREE_SIZED && h->align_log2 != 0) {
+    if (how == DEBUG_FREE_SIZED && h->align_log2 != 0 && !(h->flags & DEBUG_FLAG_REALLOCATED)) {
         /* C23 pairs free_sized with malloc, calloc and realloc, and a block
          * aligned beyond what they give with free_aligned_sized. */
         text_t t;
@@ -2315,7 +2317,8 @@ static void *realloc_in_place(debug_header_t *h, size_t size, size_t usable, boo
     h->context = debug_context_current();
     /* Not zeroed any more, and allocated by this process now (a forked
      * child's leak report counts it as its own, as it would a moved block). */
-    h->flags = (uint8_t)((unsigned)debug_fork_depth << DEBUG_FORK_DEPTH_SHIFT);
+    h->flags = (uint8_t)((unsigned)debug_fork_depth << DEBUG_FORK_DEPTH_SHIFT |
+                         DEBUG_FLAG_REALLOCATED);
     h->check = header_check(h);
     if (ebb_unlikely(atomic_load_explicit(&resize_pause_ms, memory_order_relaxed) > 0))
         injected_pause(&resize_pause_ms, &resize_pausing);
@@ -2375,9 +2378,9 @@ static void *realloc_impl(void *p, size_t size)
     size_t copied = h->size < size ? h->size : size;
     size_t room = !cfg.realloc_moves && size > h->size && size > SMALL_MAX ? size / 8 : 0;
     int saved_errno = errno;
-    void *q = alloc_impl_copy(size, alignment, false, copied, room);
+    void *q = alloc_impl_copy(size, alignment, false, copied, room, true);
     if (q == NULL && room) {
-        q = alloc_impl_copy(size, alignment, false, copied, 0);
+        q = alloc_impl_copy(size, alignment, false, copied, 0, true);
         if (q)
             errno = saved_errno; /* the room's failure is not the caller's */
     }

@@ -49,12 +49,16 @@ typedef struct debug_header_s {
 _Static_assert(sizeof(debug_header_t) == 48, "the header is 48 bytes (a multiple of 16)");
 
 #define DEBUG_FLAG_ZEROED 1 /* calloc: the user bytes were zeroed, not filled */
-/* The rest of `flags`: how many fork()s deep the process that allocated the
+/* realloc made or resized it: C23's free_sized frees it whatever alignment
+ * the block it came from had (review finding: free_sized after a realloc of
+ * an aligned_alloc block was reported as a wrong alignment). */
+#define DEBUG_FLAG_REALLOCATED 0x80
+/* Bits 1-6 of `flags`: how many fork()s deep the process that allocated the
  * block was (debug_fork_depth then; DEBUG_FORK_DEPTH_MAX for any deeper).
  * The leak report of a forked child tells its own blocks from those it
  * inherited (leak.c). */
 #define DEBUG_FORK_DEPTH_SHIFT 1
-#define DEBUG_FORK_DEPTH_MAX   127
+#define DEBUG_FORK_DEPTH_MAX   63
 
 /* This process's fork depth: 0 in the process that was exec'ed, one more in
  * each child of a fork() that ran the fork handlers (_Fork does not).
@@ -63,7 +67,7 @@ extern uint8_t debug_fork_depth;
 
 static inline unsigned debug_block_fork_depth(const debug_header_t *h)
 {
-    return h->flags >> DEBUG_FORK_DEPTH_SHIFT;
+    return (h->flags >> DEBUG_FORK_DEPTH_SHIFT) & DEBUG_FORK_DEPTH_MAX;
 }
 
 /* Bytes from the header to the user pointer: the header rounded up to the

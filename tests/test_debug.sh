@@ -85,6 +85,7 @@ expect free_sized_wrong     "free with the wrong size"                          
 expect free_sized_wrong     "free with the wrong size"                             allocate_victim ALIGNED=1
 expect free_aligned_wrong   "free with the wrong alignment"                        allocate_victim_aligned
 expect free_sized_of_aligned "free with the wrong alignment"                       allocate_victim_aligned
+expect free_sized_after_realloc "free with the wrong alignment"                     allocate_victim_aligned FAULT=1
 expect overflow             "heap-buffer-overflow"                                 allocate_victim
 expect header_write         "corrupted block header"                               allocate_victim
 expect header_size_write    "corrupted block header"                               allocate_victim
@@ -541,6 +542,15 @@ for code in 0 23; do
     grep -q "^reporting$" "$TMP/exr.out" || fail "EBB_DEBUG_LEAK_EXITCODE=$code: the double free should have run"
     grep -q "^survived$" "$TMP/exr.out" && fail "EBB_DEBUG_LEAK_EXITCODE=$code: the handler should have exited inside the report"
 done
+end_case
+
+# Review finding (stop 51): free_sized of a block realloc returned, when the
+# block given to realloc came from aligned_alloc, was reported.
+begin_case free_sized_after_realloc_is_no_fault
+{ timeout 60 env EBB_DEBUG=1 "$D/free_sized_after_realloc" >"$TMP/fsr.out" 2>"$TMP/fsr.err"; } 2>/dev/null
+rc=$?
+[ $rc -eq 0 ] || { fail "expected exit 0, got $rc"; show "$TMP/fsr.err"; }
+grep -q '^==ebb== ERROR' "$TMP/fsr.err" && { fail "expected no fault report"; show "$TMP/fsr.err"; }
 end_case
 
 # Review finding (stop 51): verify in a forked child judged the parent's
