@@ -88,7 +88,7 @@ $(OBJ)/libebb-internal.a: $(STATIC_OBJS)
 	rm -f $@
 	ar rcs $@ $(STATIC_OBJS)
 
-EBB_PC = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\nName: ebb\nDescription: ebb memory allocator\nVersion: %s\nLibs: -L$${libdir} -Wl,--push-state,--no-as-needed -lebb -Wl,--pop-state\nLibs.private: -lpthread\nCflags: -I$${includedir}\n' \
+EBB_PC = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\nName: ebb\nDescription: ebb memory allocator\nVersion: %s\nLibs: -L$${libdir} -Wl,--no-as-needed -lebb\nLibs.private: -lpthread\nCflags: -I$${includedir}\n' \
 	       '$(PREFIX)' '$(LIBDIR)' '$(INCDIR)' '$(VERSION)' > $@
 $(BUILD)/ebb.pc: Makefile
 	mkdir -p $(BUILD)

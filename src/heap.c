@@ -82,6 +82,7 @@ void heap_process_init(void)
 __attribute__((constructor(101))) static void process_init_at_load(void)
 {
     process_init();
+    options_forget_untrusted();
     trace_unwinder_ready();
     if (debug_enabled)
         trace_note_startup_modules();

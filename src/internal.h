@@ -1328,6 +1328,10 @@ const char *text_absolute_path(const char *pattern, char *buf, size_t cap);
 #include "options.h"
 
 void options_init(void);
+/* In a program started with raised privileges: take every EBB_* entry out
+ * of environ, so that a child it runs (as root, after setuid(0)) does not
+ * honour them either. Nothing otherwise. */
+void options_forget_untrusted(void);
 long option_get(option_id_t id);
 /* A text option (EBB_STATS_FILE), or NULL when unset. */
 const char *option_get_text(option_id_t id);
