@@ -75,9 +75,12 @@ $(BUILD)/libebb-prefixed.so: $(PREFIXED_OBJS) src/exports-prefixed.map
 # link, and a program with a function of the same name did not link
 # (review finding). White-box tests link the objects as they are
 # ($(OBJ)/libebb-internal.a). OBJCOPY: the one of the compiler's target
-# (aarch64-linux-gnu-gcc -> aarch64-linux-gnu-objcopy).
+# (`$(CC) -dumpmachine`: aarch64-linux-gnu-gcc-12 -> aarch64-linux-gnu-objcopy),
+# else llvm-objcopy, which reads every target, else objcopy.
 STATIC_OBJS := $(filter-out $(OBJ)/override_dlopen.o,$(OBJS))
-OBJCOPY ?= $(or $(patsubst %gcc,%objcopy,$(filter %-gcc,$(notdir $(CC)))),objcopy)
+OBJCOPY ?= $(shell m=$$($(CC) -dumpmachine 2>/dev/null); \
+             for t in $$m-objcopy llvm-objcopy objcopy; do \
+                 command -v $$t >/dev/null 2>&1 && { echo $$t; break; }; done)
 $(BUILD)/libebb.a: $(STATIC_OBJS) Makefile
 	rm -f $@ $(OBJ)/libebb-static.o
 	$(CC) -r -nostdlib -o $(OBJ)/libebb-static.o $(STATIC_OBJS)
