@@ -156,7 +156,7 @@ static void options_consider(const char *entry)
             text_init(&t, 2);
             text_add(&t, "ebb: ");
             text_add(&t, name);
-            text_add(&t, " is set twice in the environment; the first value is used, ");
+            text_add(&t, " is set twice in the environment; only the first is read, ");
             text_add_n(&t, entry, name_len < 64 ? name_len : 64);
             text_add(&t, "=");
             text_add_n(&t, eq + 1, strnlen(eq + 1, 64));
@@ -183,7 +183,7 @@ static void options_consider_record(const char *rec, size_t len, void *arg)
 {
     (void)arg;
     static char entry[ENV_PIECE + 1] ebb_cold_bss; /* one caller, before any thread */
-    if (len < 4 || memcmp(rec, "EBB_", 4) != 0)
+    if (len < 4 || strncasecmp(rec, "EBB_", 4) != 0) /* ebb_debug too: options_consider */
         return;
     if (len >= sizeof entry)
         len = sizeof entry - 1;

@@ -129,7 +129,7 @@ long=$(printf 'a%.0s' $(seq 1 9000))
 rc=$?
 [ $rc -eq 125 ] || fail "expected exit 125, got $rc"
 grep -q "^ran$" "$TMP/long.out" && fail "the program should not have run"
-grep -q "EBB_DEBUG_LOG: [0-9]* bytes, longer than a file name may be (4095)" "$TMP/long.err" ||
+grep -q "EBB_DEBUG_LOG: up to [0-9]* bytes once expanded, longer than a file name may be (4095)" "$TMP/long.err" ||
     fail "expected the reason: $(head -c 300 "$TMP/long.err")"
 # Two that fit alone and not together (one from the environment): refused too.
 half=$(printf 'b%.0s' $(seq 1 4000))
@@ -526,7 +526,7 @@ PYEOF
 begin a_name_set_twice_takes_its_first_value
 run_with_env LD_PRELOAD="$BUILD/libebb.so" EBB_STATS=0 EBB_STATS=1 -- /bin/true 2>"$TMP/dup.err"
 grep -q '^== ebb stats' "$TMP/dup.err" && fail "EBB_STATS=0 then =1: the first value should hold"
-grep -q "^ebb: EBB_STATS is set twice in the environment; the first value is used, EBB_STATS=1 ignored$" "$TMP/dup.err" ||
+grep -q "^ebb: EBB_STATS is set twice in the environment; only the first is read, EBB_STATS=1 ignored$" "$TMP/dup.err" ||
     fail "the second EBB_STATS should be reported: $(head -c 300 "$TMP/dup.err")"
 run_with_env PATH=/usr/bin:/bin EBB_STATS=0 EBB_STATS=0 -- "$EBBRUN" --stats -- /bin/true 2>"$TMP/dup2.err"
 grep -q '^== ebb stats' "$TMP/dup2.err" || fail "ebbrun --stats beside EBB_STATS=0 twice: no report: $(head -c 300 "$TMP/dup2.err")"
@@ -552,6 +552,10 @@ LD_PRELOAD="$TMP/other/libebb.so.0" "$EBBRUN" --stats -- /bin/sh -c 'grep libebb
 grep -q "$TMP/other/libebb.so.0" "$TMP/two.maps" && fail "the other libebb.so should not be loaded too"
 n=$(grep -c '^== ebb stats' "$TMP/two.err")
 [ "$n" -eq 1 ] || fail "expected one report (sh runs grep in its own process), got $n"
+# Only libebb.so and libebb.so.<version> are ebb's (review finding: any name
+# starting with libebb.so was dropped).
+LD_PRELOAD=/nonexistent/libebb.socket.so "$EBBRUN" -- /bin/sh -c 'echo "$LD_PRELOAD"' >"$TMP/sock.out" 2>/dev/null
+grep -q ":/nonexistent/libebb.socket.so$" "$TMP/sock.out" || fail "libebb.socket.so is not ebb's and should stay: $(cat "$TMP/sock.out")"
 LD_PRELOAD="$BUILD/libebb-prefixed.so" "$EBBRUN" -- /bin/sh -c 'grep -c libebb-prefixed /proc/self/maps' \
     >"$TMP/pfx.out" 2>/dev/null
 [ "$(cat "$TMP/pfx.out")" -ge 1 ] 2>/dev/null || fail "libebb-prefixed.so in LD_PRELOAD is not ebb's malloc and should stay"
@@ -587,6 +591,19 @@ fi
 rc=$?
 [ $rc -eq 125 ] || fail "--library /etc/passwd: expected exit 125, got $rc"
 grep -q "/etc/passwd: not a shared library" "$TMP/nl.err" || fail "--library /etc/passwd: $(cat "$TMP/nl.err")"
+# A position-independent executable is ET_DYN too, and no library (review
+# finding: --library /usr/bin/true ran the program without ebb).
+"$EBBRUN" --library /usr/bin/true -- /bin/true 2>"$TMP/pie.err"
+rc=$?
+[ $rc -eq 125 ] && grep -q "/usr/bin/true: not a shared library" "$TMP/pie.err" ||
+    fail "--library /usr/bin/true (a PIE): expected exit 125 and 'not a shared library', got $rc: $(cat "$TMP/pie.err")"
+# A trailing ':' in PATH is the current directory, as for execvp.
+if [ -x "$STATIC" ]; then
+    cp "$STATIC" "$TMP/static-here"
+    (cd "$TMP" && PATH=/usr/bin:/bin: "$EBBRUN" -- static-here --version >/dev/null 2>"$TMP/here.err")
+    grep -q "^ebbrun: warning: static-here is statically linked" "$TMP/here.err" ||
+        fail "a static program found through PATH's trailing ':' should be warned about: $(cat "$TMP/here.err")"
+fi
 end
 
 # Review findings (stop 51): --stats-file alone wrote nothing, --debug-log

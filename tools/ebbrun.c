@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "options.h"
@@ -115,10 +116,18 @@ static void option_check(const option_desc_t *d, const char *value)
             die("%s: expected a file name, got an empty value%s", d->name, "");
         /* The library would refuse it at start (review finding: accepted
          * here, refused later). */
-        /* The file name with %p expanded must fit a path (text.c). */
-        if (strlen(value) >= PATH_MAX) {
-            fprintf(stderr, "%s: %s: %zu bytes, longer than a file name may be (%d)\n", prog,
-                    d->name, strlen(value), PATH_MAX - 1);
+        /* The file name must fit a path as the library makes it: %p
+         * expanded (up to 7 digits more for each), a relative name made
+         * absolute from the starting directory (text.c). */
+        size_t expanded = strlen(value);
+        for (const char *c = value; (c = strstr(c, "%p")) != NULL; c += 2)
+            expanded += 5;
+        char cwd[PATH_MAX];
+        if (value[0] != '/' && getcwd(cwd, sizeof cwd) != NULL)
+            expanded += strlen(cwd) + 1;
+        if (expanded >= PATH_MAX) {
+            fprintf(stderr, "%s: %s: up to %zu bytes once expanded, longer than a file name "
+                    "may be (%d)\n", prog, d->name, expanded, PATH_MAX - 1);
             exit(EBBRUN_FAILED);
         }
         if (strlen(value) >= OPTION_TEXT_SPACE) {
@@ -231,15 +240,44 @@ static bool library_find(char *out, size_t cap)
     return false;
 }
 
-/* Whether the file at `path` is an ELF shared object (what LD_PRELOAD
- * loads; the loader skips anything else with a message and runs the
- * program without it). */
+/* This build's ELF machine: a library for another one is skipped by the
+ * loader. */
+#if defined(__x86_64__)
+#define OWN_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define OWN_MACHINE EM_AARCH64
+#else
+#define OWN_MACHINE EM_NONE /* not checked */
+#endif
+
+/* Whether the file at `path` is an ELF shared object this machine's loader
+ * can preload: 64-bit, of this machine, ET_DYN and not a position-
+ * independent executable (DF_1_PIE: "cannot dynamically load"). The loader
+ * skips anything else with a message and runs the program without it
+ * (review findings: --library /usr/bin/true, an aarch64 library). */
 static bool elf_shared_object(const char *path)
 {
     Elf64_Ehdr eh;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     bool ok = fd >= 0 && read(fd, &eh, sizeof eh) == (ssize_t)sizeof eh &&
-              memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_type == ET_DYN;
+              memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+              eh.e_type == ET_DYN && (OWN_MACHINE == EM_NONE || eh.e_machine == OWN_MACHINE);
+    for (int i = 0; ok && i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (Elf64_Off)i * eh.e_phentsize)) !=
+            (ssize_t)sizeof ph)
+            break;
+        if (ph.p_type != PT_DYNAMIC)
+            continue;
+        for (Elf64_Off at = 0; at + sizeof(Elf64_Dyn) <= ph.p_filesz; at += sizeof(Elf64_Dyn)) {
+            Elf64_Dyn d;
+            if (pread(fd, &d, sizeof d, (off_t)(ph.p_offset + at)) != (ssize_t)sizeof d ||
+                d.d_tag == DT_NULL)
+                break;
+            if (d.d_tag == DT_FLAGS_1 && (d.d_un.d_val & DF_1_PIE))
+                ok = false;
+        }
+    }
     if (fd >= 0)
         close(fd);
     return ok;
@@ -256,14 +294,16 @@ static void program_find(const char *name, char *out, size_t cap)
     }
     const char *path = getenv("PATH");
     if (path == NULL)
-        path = "/usr/local/bin:/bin:/usr/bin";
-    while (*path) {
+        path = "/bin:/usr/bin"; /* glibc's execvp's */
+    for (;;) { /* an empty entry, first, last or between two ':', is "." */
         size_t len = strcspn(path, ":");
         snprintf(out, cap, "%.*s%s%s", (int)len, path, len ? "/" : "", name);
         struct stat st;
         if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
             return;
-        path += len + (path[len] == ':');
+        if (path[len] == '\0')
+            break;
+        path += len + 1;
     }
     out[0] = '\0';
 }
@@ -277,9 +317,10 @@ static const char *preload_refusal(const char *path)
     if (path[0] == '\0' || stat(path, &st) != 0)
         return NULL;
     if ((st.st_mode & S_ISUID && st.st_uid != geteuid()) ||
-        (st.st_mode & S_ISGID && st.st_gid != getegid()))
-        return "runs with raised privileges (set-user-ID or set-group-ID), and the loader "
-               "then preloads no library given by path";
+        (st.st_mode & S_ISGID && st.st_gid != getegid()) ||
+        (geteuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0))
+        return "runs with raised privileges (set-user-ID, set-group-ID or file capabilities), "
+               "and the loader then preloads no library given by path";
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
@@ -297,7 +338,7 @@ static const char *preload_refusal(const char *path)
     close(fd);
     if (elf64 && !interp)
         return "is statically linked, and no library can be preloaded into it (link it with "
-               "build/libebb.a instead)";
+               "libebb.a instead)";
     return NULL;
 }
 
@@ -317,7 +358,10 @@ static void preload_without_ebb(const char *old, char *out, size_t cap)
         for (size_t k = 0; k < len; k++)
             if (old[k] == '/')
                 base = old + k + 1;
-        bool ebb = (size_t)(old + len - base) >= 9 && strncmp(base, "libebb.so", 9) == 0;
+        /* libebb.so, or libebb.so.<version> */
+        size_t blen = (size_t)(old + len - base);
+        bool ebb = blen >= 9 && strncmp(base, "libebb.so", 9) == 0 &&
+                   (blen == 9 || (base[9] == '.' && strspn(base + 10, "0123456789.") == blen - 10));
         if (!ebb && used + len + 2 < cap) {
             if (used)
                 out[used++] = ':';
