@@ -1508,9 +1508,13 @@ static void prefetch_block(const debug_header_t *h)
  * new huge block whose pointer is remembered is moved, pages and all, to an
  * address of its own (big_freed_keep_apart, huge_relocate: one mremap, no
  * byte copied, no range held back); the old range is left unmapped, and a
- * free of the old pointer is then reported with the old block's traces.
- * Where it cannot move (a large block of a segment, with a quarantine
- * smaller than the default; or the OS refuses), it stays, as before.
+ * free of the old pointer is then reported with the old block's traces (a
+ * new mapping that covers it makes it an interior pointer: reported the
+ * same way). Where it cannot move it stays, as before: a large block of a
+ * segment (a quarantine smaller than the default), a huge block whose header
+ * lies apart from it (aligned to 2 MiB or more with EBB_HUGE_PAGES=1 or THP
+ * "always": two kernel mappings, which one mremap cannot move), the OS
+ * refusing.
  */
 #define BIG_FREED_MAX 16
 static struct {
@@ -1567,11 +1571,39 @@ static debug_header_t *big_freed_keep_apart(debug_header_t *h, size_t offset)
     if (ebb_likely(!atomic_load_explicit(&big_freed_any, memory_order_relaxed)) ||
         !big_freed_holds((uint8_t *)h + offset))
         return h;
-    segment_t *seg = ptr_segment(h);
-    if (seg->kind != SEGMENT_HUGE || (uint8_t *)seg + seg->block_offset != (uint8_t *)h)
-        return h;
-    debug_header_t *moved = huge_relocate(seg, h);
-    return moved ? moved : h;
+    /* The place a move finds may be another remembered pointer's: a
+     * mapping too big for the huge cache is unmapped at its free, and two
+     * blocks then took turns at two addresses (review finding). So each
+     * range a move leaves is held (os_hold: no page, nothing committed)
+     * until a move lands on no remembered pointer, then let go: at most one
+     * move a remembered pointer, and one more. */
+    struct {
+        void *at;
+        size_t len;
+    } held[BIG_FREED_MAX + 1];
+    unsigned n = 0;
+    for (unsigned tries = 0; tries <= BIG_FREED_MAX; tries++) {
+        segment_t *seg = ptr_segment(h);
+        if (seg->kind != SEGMENT_HUGE || (uint8_t *)seg + seg->block_offset != (uint8_t *)h)
+            break;
+        size_t len = seg->map_size;
+        debug_header_t *moved = huge_relocate(seg, h);
+        if (moved == NULL)
+            break;
+        if (os_hold(seg, len)) {
+            held[n].at = seg;
+            held[n].len = len;
+            n++;
+        }
+        h = moved;
+        if (!big_freed_holds((uint8_t *)h + offset))
+            break;
+    }
+    while (n > 0) {
+        n--;
+        os_unhold(held[n].at, held[n].len);
+    }
+    return h;
 }
 
 /* The header of the remembered block whose user pointer p was; false if none. */
@@ -2093,6 +2125,10 @@ static bool pointer_sound(const void *p, call_t call, debug_header_t **out)
             report(fault_foreign[call], p, NULL, NULL);
         return false;
     case PTR_INTERIOR:
+        /* Inside a new block that was mapped over a big block freed
+         * before: that block's pointer, freed again. */
+        if (report_big_freed(p, call))
+            return false;
         report_unheld(fault_interior[call], p, h,
                       "the pointer lies inside a block but is not its start");
         return false;

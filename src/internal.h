@@ -1031,6 +1031,12 @@ bool os_remap_inplace(void *p, size_t old_size, size_t new_size);
 /* Map fresh pages at [end, end + size) if nothing is mapped there (typically
  * right after one of ebb's mappings, to grow it); false if anything is. */
 bool os_extend(void *end, size_t size);
+/* Keep [at, at + size), where nothing is mapped, from being mapped: an
+ * inaccessible range, no page, not counted in os_mapped_bytes; false if
+ * anything is there or the OS refuses. Undone by os_unhold, within the same
+ * call of the caller's (debug mode's moves of a huge block, debug.c). */
+bool os_hold(void *at, size_t size);
+void os_unhold(void *at, size_t size);
 /* Move the pages of [src, src + size) to dst, which must lie in one of ebb's
  * own mappings (whatever was there is unmapped), growing them to new_size
  * there. No byte is copied; src is left unmapped. src must be one kernel

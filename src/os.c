@@ -1792,6 +1792,25 @@ bool os_remap_inplace(void *p, size_t old_size, size_t new_size)
     return true;
 }
 
+bool os_hold(void *at, size_t size)
+{
+    int saved = errno;
+    void *p = mmap(at, size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    bool ok = p == at;
+    if (p != MAP_FAILED && !ok) /* a kernel before 4.17 took the address as a hint */
+        munmap(p, size);
+    errno = saved;
+    return ok;
+}
+
+void os_unhold(void *at, size_t size)
+{
+    int saved = errno;
+    munmap(at, size);
+    errno = saved;
+}
+
 bool os_extend(void *end, size_t size)
 {
     if (os_request_fails())

@@ -75,6 +75,8 @@ expect double_free_big      "double free"                                       
 expect double_free_trace_write "double free"                                        allocate_victim
 expect double_free_big      "double free"                                          allocate_victim EBB_DEBUG_QUARANTINE=4096
 expect double_free_big_reused "double free"                                        allocate_victim
+expect double_free_big_loop  "double free"                                         allocate_victim
+expect double_free_big_loop  "double free"                                         allocate_victim_aligned ALIGN=67108864 SIZE=20971520
 expect free_foreign         "free of a pointer ebb never returned (foreign)"       -
 expect free_stack           "free of a pointer ebb never returned (foreign)"       -
 expect free_interior        "free of an interior pointer"                          allocate_victim

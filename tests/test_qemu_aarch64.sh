@@ -150,15 +150,18 @@ run api CHECK_SKIP="$(
     skip calloc_zeroes_memory_that_was_dirtied_and_freed "$(slow 7)"
 )" -- "$T/test_api"
 run static CHECK_SKIP="$(
+    skip a_program_with_raised_privileges_ignores_ebb_variables "$EXEC"
     skip the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns "$FORK_THREADS"
 )" -- "$T/test_static"
 run static_full CHECK_SKIP="$(
+    skip a_program_with_raised_privileges_ignores_ebb_variables "$EXEC"
     skip the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns "$FORK_THREADS"
 )" -- "$T/test_static_full"
 # Debug mode in the fully static link (libgcc's unwinder is the program's
 # own): it starts, and its leak report at exit finds no block of the C
 # library's start-up lost (exit status 23 if it does).
 run static_full_debug EBB_DEBUG=1 EBB_DEBUG_LEAK_EXITCODE=23 CHECK_SKIP="$(
+    skip a_program_with_raised_privileges_ignores_ebb_variables "$EXEC"
     skip threads_allocate_and_free_across_each_other "$(slow 26)"
     skip debug_report_in_a_static_link_names_the_allocator "$FORK_THREADS"
     skip the_process_ends_when_main_called_pthread_exit_and_its_last_thread_returns "$FORK_THREADS"
@@ -178,6 +181,7 @@ run thread_churn CHECK_SKIP="$(
     skip threads_that_exit_keeping_a_block_share_abandoned_segments "$RSS"
     skip threads_that_exit_keeping_a_page_each_fill_abandoned_segments "$RSS"
     skip memory_freed_into_abandoned_segments_comes_back_while_a_busy_thread_runs "$RSS"
+    skip heaps_made_in_the_last_destructor_round_go_back "$RSS"
 )" -- "$T/test_thread_churn"
 run stats CHECK_SKIP="$(
     skip committed_bytes_cover_resident_slices_that_new_pages_reuse "$RSS"
