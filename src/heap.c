@@ -277,7 +277,11 @@ static void heap_reset(heap_t *heap)
  *   4. a heap made after ebb's destructor ran in its thread (tls.exiting) is
  *      marked exit_pending; the next thread that makes a heap, or the
  *      scavenger's next pass, whether anything else is pending or not,
- *      hands it back once its owner is gone. Steps 1-3 need a new thread on the same stack, or the heap to
+ *      hands it back once its owner is gone.
+ *   5. a thread that makes a heap when twice as many are in use as after
+ *      the last such look hands back every one whose owner is gone
+ *      (heaps_of_gone_owners_hand_back): a thread whose first allocation is
+ *      in the last round runs no destructor of ebb's, which step 4 needs. Steps 1-3 need a new thread on the same stack, or the heap to
  *      have something pending: a program that gives each thread a stack of
  *      its own that it never frees, and a last-round destructor that kept
  *      one small block, left one segment of 4 MiB mapped for every thread,
@@ -346,24 +350,41 @@ static void heap_mark_if_exiting(heap_t *heap)
 }
 
 
-/* Step 4, by a thread making its heap: the marked heaps whose owners are
+/* Step 5: when this many heaps are in use, a thread making its heap looks
+ * at every one's owner (HEAP_SWEEP_MIN at first, then twice as many as were
+ * left in use by the last look). Under heap_pool_lock. */
+#define HEAP_SWEEP_MIN 16
+static unsigned heap_sweep_at = HEAP_SWEEP_MIN;
+
+/* Steps 4 and 5, by a thread making its heap: the heaps whose owners are
  * gone go back to the pool, so that their segments can be reclaimed by this
- * thread; a program that starts threads faster than the scavenger's passes
- * come kept hundreds (review finding). A gone owner runs nothing of its
- * heap's: no quiescing is needed, as in step 1. */
+ * thread. Step 4 looks at the marked ones: a program that starts threads
+ * faster than the scavenger's passes come kept hundreds (review finding).
+ * Step 5 looks at all of them once they are twice as many as the last time
+ * it did: a thread whose first allocation is in the last destructor round
+ * runs no destructor of ebb's, so nothing marks its heap (review finding:
+ * 200 such threads, 201 segments). That bounds the heaps in use to twice the
+ * threads alive, HEAP_SWEEP_MIN at least; each look costs a system call a
+ * heap, amortized over the heaps made since the last. A gone owner runs
+ * nothing of its heap's: no quiescing is needed, as in step 1. */
 static void heaps_of_gone_owners_hand_back(void)
 {
-    if (ebb_likely(atomic_load_explicit(&heaps_exit_pending, memory_order_relaxed) == 0))
-        return;
     lock_acquire(&heap_pool_lock);
+    bool all = heap_ids_in_use >= heap_sweep_at;
+    if (ebb_likely(!all && atomic_load_explicit(&heaps_exit_pending, memory_order_relaxed) == 0)) {
+        lock_release(&heap_pool_lock);
+        return;
+    }
     for (heap_t *h = heap_all; h; h = h->all_next) {
-        if (!h->in_use || !atomic_load(&h->exit_pending) || !lock_try_acquire(&h->lock))
+        if (!h->in_use || (!all && !atomic_load(&h->exit_pending)) || !lock_try_acquire(&h->lock))
             continue;
         if (heap_owner_gone(h))
             heap_hand_back_held(h);
         else
             lock_release(&h->lock);
     }
+    if (all)
+        heap_sweep_at = heap_ids_in_use * 2 > HEAP_SWEEP_MIN ? heap_ids_in_use * 2 : HEAP_SWEEP_MIN;
     lock_release(&heap_pool_lock);
 }
 
