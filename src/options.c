@@ -128,7 +128,7 @@ static void options_consider_other_case(const char *entry, size_t name_len)
 /* One "NAME=value" string from the environment. A name given twice (a
  * hand-built environment may hold both) takes its first value, as getenv
  * and ebbrun do, and the second is reported. */
-static void options_consider(const char *entry)
+static void options_consider(const char *entry, bool seen[OPT_COUNT])
 {
     const char *eq = strchr(entry, '=');
     if (eq == NULL)
@@ -143,7 +143,6 @@ static void options_consider(const char *entry)
         options_ignored_some = true;
         return;
     }
-    static bool seen[OPT_COUNT] ebb_cold_bss;
     for (int id = 0; id < OPT_COUNT; id++) {
         const char *name = option_table[id].name;
         if (strlen(name) == name_len && strncmp(entry, name, name_len) == 0) {
@@ -189,7 +188,7 @@ static void options_consider_record(const char *rec, size_t len, void *arg)
         len = sizeof entry - 1;
     memcpy(entry, rec, len);
     entry[len] = '\0';
-    options_consider(entry);
+    options_consider(entry, arg);
 }
 
 /* A program started with raised privileges (a set-user-ID or set-group-ID
@@ -211,6 +210,10 @@ static void options_report_ignored(void)
 
 void options_init(void)
 {
+    /* Which names were read already: on the stack, as a static array it made
+     * a page of cold bss resident in every process with an EBB_* variable
+     * (tests/test_purge.c, a_fresh_process_writes_few_of_ebbs_static_pages). */
+    bool seen[OPT_COUNT] = {false};
     option_text_used = 0;
     options_from_untrusted_environment = os_raised_privileges();
     /* option_texts is all NULL already (this runs once, before any option
@@ -221,13 +224,13 @@ void options_init(void)
     options_loaded = true;
     if (environ) {
         for (char **e = environ; *e; e++)
-            options_consider(*e);
+            options_consider(*e, seen);
     } else {
         /* Too early for the C library's environ: read the kernel's copy, an
          * entry at a time, however long the environment. */
         static char env_piece[ENV_PIECE] ebb_cold_bss;
         os_for_each_record("/proc/self/environ", '\0', env_piece, sizeof env_piece,
-                           options_consider_record, NULL);
+                           options_consider_record, seen);
     }
     if (options_ignored_some)
         options_report_ignored();

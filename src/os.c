@@ -213,30 +213,55 @@ bool os_raised_privileges(void)
  * finding: debug mode's leak report in such a process read no roots and
  * called every block lost. /proc/self/ is still read first: qemu-user
  * answers for it with the emulated program's view, and for
- * /proc/thread-self/ with its own. The path to try second for `path`, in buf
- * (cap bytes); NULL when there is none (not a /proc/self/ file, or its task
- * list, which is the process's). */
-static const char *proc_thread_self(const char *path, char *buf, size_t cap)
+ * /proc/thread-self/ with its own. Where /proc/thread-self/ is missing (a
+ * /proc mounted by a sandbox with only `self`: review finding),
+ * /proc/self/task/<tid>/ is the same directory. The k-th path to try
+ * after `path` (k = 0, 1), in buf (cap bytes); NULL when there is none (not
+ * a /proc/self/ file, or its task list, which is the process's). */
+static const char *proc_own(const char *path, int k, char *buf, size_t cap)
 {
-    static const char self[] = "/proc/self/", thread[] = "/proc/thread-self/";
+    static const char self[] = "/proc/self/";
     size_t n = sizeof self - 1;
     if (strncmp(path, self, n) != 0 || strncmp(path + n, "task", 4) == 0)
         return NULL;
-    size_t rest = strlen(path + n);
-    if (sizeof thread + rest > cap)
+    char dir[48] = "/proc/thread-self/";
+    if (k == 1) {
+        char digits[16];
+        size_t at = sizeof "/proc/self/task/" - 1, nd = 0;
+        memcpy(dir, "/proc/self/task/", at);
+        for (unsigned v = (unsigned)syscall(SYS_gettid); v != 0 || nd == 0; v /= 10)
+            digits[nd++] = (char)('0' + v % 10);
+        while (nd > 0)
+            dir[at++] = digits[--nd];
+        dir[at++] = '/';
+        dir[at] = '\0';
+    } else if (k != 0) {
         return NULL;
-    memcpy(buf, thread, sizeof thread - 1);
-    memcpy(buf + sizeof thread - 1, path + n, rest + 1);
+    }
+    size_t dlen = strlen(dir), rest = strlen(path + n);
+    if (dlen + rest + 1 > cap)
+        return NULL;
+    memcpy(buf, dir, dlen);
+    memcpy(buf + dlen, path + n, rest + 1);
     return buf;
+}
+
+/* The calling thread's copy of the /proc/self/ file at `path`, opened; -1
+ * if there is none. */
+static int proc_own_open(const char *path, int flags)
+{
+    char own[128];
+    int fd = -1;
+    for (int k = 0; fd < 0 && proc_own(path, k, own, sizeof own) != NULL; k++)
+        fd = (int)syscall(SYS_openat, AT_FDCWD, own, flags, 0);
+    return fd;
 }
 
 static int sys_open(const char *path, int flags, mode_t mode)
 {
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
-    char own[128];
-    const char *second = fd < 0 ? proc_thread_self(path, own, sizeof own) : NULL;
-    if (second != NULL)
-        fd = (int)syscall(SYS_openat, AT_FDCWD, second, flags, mode);
+    if (fd < 0 && !(flags & O_CREAT))
+        fd = proc_own_open(path, flags);
     return fd;
 }
 
@@ -344,10 +369,8 @@ bool os_for_each_record(const char *path, char sep, char *buf, size_t cap,
     }
     ssize_t r = read_some(fd, buf, cap);
     /* Empty: a /proc/self/ file of a main thread that has exited; the
-     * calling thread's own then (proc_thread_self). */
-    char own[128];
-    const char *second = r == 0 ? proc_thread_self(path, own, sizeof own) : NULL;
-    int fd2 = second ? (int)syscall(SYS_openat, AT_FDCWD, second, O_RDONLY | O_CLOEXEC, 0) : -1;
+     * calling thread's own then (proc_own). */
+    int fd2 = r == 0 ? proc_own_open(path, O_RDONLY | O_CLOEXEC) : -1;
     if (fd2 >= 0) {
         sys_close(fd);
         fd = fd2;
@@ -885,8 +908,9 @@ size_t os_exe_path(char *buf, size_t cap)
 {
     int saved = errno;
     ssize_t len = readlink("/proc/self/exe", buf, cap - 1);
-    if (len <= 0) /* main has exited (proc_thread_self) */
-        len = readlink("/proc/thread-self/exe", buf, cap - 1);
+    char own[128];
+    for (int k = 0; len <= 0 && proc_own("/proc/self/exe", k, own, sizeof own) != NULL; k++)
+        len = readlink(own, buf, cap - 1); /* main has exited (proc_own) */
     size_t n = len > 0 ? (size_t)len : 0;
     buf[n] = '\0';
     errno = saved;
