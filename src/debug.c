@@ -1514,7 +1514,9 @@ static void prefetch_block(const debug_header_t *h)
  * segment (a quarantine smaller than the default), a huge block whose header
  * lies apart from it (aligned to 2 MiB or more with EBB_HUGE_PAGES=1 or THP
  * "always": two kernel mappings, which one mremap cannot move), the OS
- * refusing.
+ * refusing. Under an address-space limit (RLIMIT_AS) the ranges a move
+ * leaves are not held (os_hold), and a run of moves may end on a remembered
+ * pointer again: its double free then goes unreported.
  */
 #define BIG_FREED_MAX 16
 static struct {

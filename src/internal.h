@@ -1033,7 +1033,8 @@ bool os_remap_inplace(void *p, size_t old_size, size_t new_size);
 bool os_extend(void *end, size_t size);
 /* Keep [at, at + size), where nothing is mapped, from being mapped: an
  * inaccessible range, no page, not counted in os_mapped_bytes; false if
- * anything is there or the OS refuses. Undone by os_unhold, within the same
+ * anything is there, the OS refuses, or an address-space limit
+ * (RLIMIT_AS) is set, under which a hold would take from the program. Undone by os_unhold, within the same
  * call of the caller's (debug mode's moves of a huge block, debug.c). */
 bool os_hold(void *at, size_t size);
 void os_unhold(void *at, size_t size);
@@ -1336,7 +1337,7 @@ const char *text_absolute_path(const char *pattern, char *buf, size_t cap);
 void options_init(void);
 /* In a program started with raised privileges: take every EBB_* entry out
  * of environ, so that a child it runs (as root, after setuid(0)) does not
- * honour them either. Nothing otherwise. */
+ * honour them either. Nothing otherwise. From ebb's constructor only. */
 void options_forget_untrusted(void);
 long option_get(option_id_t id);
 /* A text option (EBB_STATS_FILE), or NULL when unset. */

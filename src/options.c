@@ -234,16 +234,17 @@ void options_init(void)
     }
     if (options_ignored_some)
         options_report_ignored();
-    options_forget_untrusted();
 }
 
 /* The variables are taken out of the environment too, as glibc takes out
  * LD_PRELOAD and MALLOC_TRACE there: a set-user-ID program that calls
  * setuid(0) and runs a helper linked with ebb passed them on, and the
  * helper, no longer started with raised privileges, wrote its report into
- * a root-only file (review finding). In place, without allocating: once
- * from the first allocator call, once more from ebb's constructor, in case
- * the C library had not set environ up at the first. */
+ * a root-only file (review finding). In place, without allocating, from
+ * ebb's constructor only: never inside an allocator call, which may be
+ * setenv's own realloc of environ (a first version did it at the first
+ * call, and a variable a constructor set before ebb's landed past the end
+ * of environ: review finding). */
 void options_forget_untrusted(void)
 {
     if (!options_from_untrusted_environment || environ == NULL)

@@ -1819,6 +1819,13 @@ bool os_remap_inplace(void *p, size_t old_size, size_t new_size)
 bool os_hold(void *at, size_t size)
 {
     int saved = errno;
+    /* Under RLIMIT_AS a hold takes address space the program may need (a
+     * chain of holds took 17 times a block's size: review finding). */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        errno = saved;
+        return false;
+    }
     void *p = mmap(at, size, PROT_NONE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     bool ok = p == at;

@@ -116,15 +116,19 @@ static void option_check(const option_desc_t *d, const char *value)
             die("%s: expected a file name, got an empty value%s", d->name, "");
         /* The library would refuse it at start (review finding: accepted
          * here, refused later). */
-        /* The file name must fit a path as the library makes it: %p
-         * expanded (up to 7 digits more for each), a relative name made
-         * absolute from the starting directory (text.c). */
-        size_t expanded = strlen(value);
-        for (const char *c = value; (c = strstr(c, "%p")) != NULL; c += 2)
-            expanded += 5;
-        char cwd[PATH_MAX];
-        if (value[0] != '/' && getcwd(cwd, sizeof cwd) != NULL)
-            expanded += strlen(cwd) + 1;
+        /* The file name must fit a path once the library expands it (text.c:
+         * %p up to 7 digits, %% one '%'). A relative name is made absolute
+         * from the starting directory where that fits, and kept as it is
+         * where it does not. */
+        size_t expanded = 0;
+        for (const char *c = value; *c; c++) {
+            if (c[0] == '%' && (c[1] == 'p' || c[1] == '%')) {
+                expanded += c[1] == 'p' ? 7 : 1;
+                c++;
+            } else {
+                expanded++;
+            }
+        }
         if (expanded >= PATH_MAX) {
             fprintf(stderr, "%s: %s: up to %zu bytes once expanded, longer than a file name "
                     "may be (%d)\n", prog, d->name, expanded, PATH_MAX - 1);
