@@ -864,7 +864,7 @@ static void a_loop_of_uncached_huge_blocks_stays_where_it_is(void)
     if (in_debug_mode()) {
         /* Debug mode keeps a new block off the last 16 pointers of blocks
          * bigger than its quarantine (debug.c, big_freed_keep_apart): it
-         * moves every round, among some twenty places, but must not walk
+         * moves every round, among some thirty places, but must not walk
          * (200 rounds of an unbounded walk: 14 GiB). */
         CHECK(span_mib <= 4096, "rounds 11-200 of malloc/free(70 MiB) in debug mode should stay "
               "within 4 GiB of address space, not walk: %lu MiB apart", span_mib);

@@ -143,6 +143,18 @@ grep -q "the text options (file names) take [0-9]* bytes together, more than the
 EBB_STATS=1 EBB_STATS_FILE="$TMP/$half.$half" LD_PRELOAD="$BUILD/libebb.so" /bin/true 2>"$TMP/lib.err"
 grep -q "cannot open for appending (the name is too long); writing to stderr" "$TMP/lib.err" ||
     fail "the library should say the name is too long: $(head -c 200 "$TMP/lib.err")"
+# A relative name whose absolute form fits only before %p is expanded stays
+# relative (review finding, stop 51: made absolute, it no longer fitted once
+# expanded, and the report went to stderr).
+deep=$(printf 'a%.0s' $(seq 1 250))
+rel=""
+for i in $(seq 1 16); do rel="$rel$deep/"; done
+mkdir -p "$TMP/$rel"
+flen=$((78 - ${#TMP}))
+fname="s%p$(printf 'b%.0s' $(seq 1 $((flen - 3))))"
+(cd "$TMP" && EBB_STATS=1 EBB_STATS_FILE="$rel$fname" LD_PRELOAD="$BUILD/libebb.so" /bin/true 2>"$TMP/rel.err")
+n=$(find "$TMP/$rel" -maxdepth 1 -name 's*b' | wc -l)
+[ "$n" -eq 1 ] || fail "a relative stats file whose absolute name is too long once expanded should be written where it is: $(head -c 200 "$TMP/rel.err")"
 end
 
 begin stats_report_at_exit_is_parsable
