@@ -246,3 +246,17 @@ bool option_parse_long(const char *s, long *out)
     *out = neg ? -(long)v : (long)v;
     return true;
 }
+
+size_t option_path_expanded_len(const char *pattern)
+{
+    size_t len = 0;
+    for (const char *c = pattern; *c; c++) {
+        if (c[0] == '%' && (c[1] == 'p' || c[1] == '%')) {
+            len += c[1] == 'p' ? 7 : 1;
+            c++;
+        } else {
+            len++;
+        }
+    }
+    return len;
+}

@@ -87,4 +87,9 @@ const char *option_form_note(const option_desc_t *d);
  * negative"); NULL otherwise. The library and ebbrun both use it. */
 const char *option_refusal(const option_desc_t *d, const char *s);
 
+/* The length of a file-name option's value once the library expands it (text.c,
+ * text_expand_path): each %p up to 7 digits (the largest pid), each %% one
+ * '%'. The library and ebbrun both use it. */
+size_t option_path_expanded_len(const char *pattern);
+
 #endif /* EBB_OPTIONS_H */

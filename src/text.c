@@ -320,18 +320,10 @@ const char *text_absolute_path(const char *pattern, char *buf, size_t cap)
      * byte. An absolute name that would not fit once expanded stays
      * relative (review finding: it fitted unexpanded, and every report went
      * to stderr as "the name is too long"). */
-    size_t dir = strlen(buf), len = 0;
-    for (const char *c = pattern; *c; c++) {
-        if (c[0] == '%' && (c[1] == 'p' || c[1] == '%')) {
-            len += c[1] == 'p' ? 7 : 1;
-            c++;
-        } else {
-            len++;
-        }
-    }
-    if (dir + 1 + len + 1 > cap)
+    size_t dir = strlen(buf);
+    if (dir + 1 + option_path_expanded_len(pattern) + 1 > cap)
         return pattern;
-    len = strlen(pattern);
+    size_t len = strlen(pattern);
     buf[dir] = '/';
     memcpy(buf + dir + 1, pattern, len + 1);
     return buf;

@@ -576,13 +576,19 @@ end
 # Review finding (stop 51): a program the loader will not preload ebb into
 # ran without it, and without a word.
 begin ebbrun_says_when_ebb_cannot_be_preloaded
+# runs_with_warning WHAT PATTERN PROGRAM [ARGS]: the program runs (exit 0),
+# and ebbrun's warning matches PATTERN.
+runs_with_warning() {
+    local what=$1 pattern=$2 rc
+    shift 2
+    "$EBBRUN" -- "$@" >/dev/null 2>"$TMP/warn.err"
+    rc=$?
+    [ $rc -eq 0 ] || fail "$what should still run, exit $rc"
+    grep -q "$pattern" "$TMP/warn.err" || fail "expected a warning for $what: $(cat "$TMP/warn.err")"
+}
 STATIC=$(command -v ldconfig || echo /sbin/ldconfig)
 if [ -x "$STATIC" ] && readelf -l "$STATIC" >"$TMP/st.ph" 2>/dev/null && ! grep -q INTERP "$TMP/st.ph"; then
-    "$EBBRUN" -- "$STATIC" --version >/dev/null 2>"$TMP/st.err"
-    rc=$?
-    [ $rc -eq 0 ] || fail "a static program should still run, exit $rc"
-    grep -q "^ebbrun: warning: $STATIC is statically linked" "$TMP/st.err" ||
-        fail "expected a warning for the static $STATIC: $(cat "$TMP/st.err")"
+    runs_with_warning "the static $STATIC" "^ebbrun: warning: $STATIC is statically linked" "$STATIC" --version
 else
     fail "no statically linked ldconfig found to test with"
 fi
@@ -591,11 +597,8 @@ fi
 if [ "$(id -u)" -eq 0 ]; then
     cp /bin/true "$TMP/suid-true"
     chown 65534 "$TMP/suid-true" && chmod 4755 "$TMP/suid-true"
-    "$EBBRUN" -- "$TMP/suid-true" 2>"$TMP/su.err"
-    rc=$?
-    [ $rc -eq 0 ] || fail "a set-user-ID program should still run, exit $rc"
-    grep -q "^ebbrun: warning: $TMP/suid-true runs with raised privileges" "$TMP/su.err" ||
-        fail "expected a warning for a set-user-ID program of another user: $(cat "$TMP/su.err")"
+    runs_with_warning "a set-user-ID program of another user" \
+        "^ebbrun: warning: $TMP/suid-true runs with raised privileges" "$TMP/suid-true"
 else
     echo "    SKIPPED CHECK [$name]: a set-user-ID program of another user needs root to make"
 fi

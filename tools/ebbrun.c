@@ -120,15 +120,7 @@ static void option_check(const option_desc_t *d, const char *value)
          * %p up to 7 digits, %% one '%'). A relative name is made absolute
          * from the starting directory where that fits, and kept as it is
          * where it does not. */
-        size_t expanded = 0;
-        for (const char *c = value; *c; c++) {
-            if (c[0] == '%' && (c[1] == 'p' || c[1] == '%')) {
-                expanded += c[1] == 'p' ? 7 : 1;
-                c++;
-            } else {
-                expanded++;
-            }
-        }
+        size_t expanded = option_path_expanded_len(value);
         if (expanded >= PATH_MAX) {
             fprintf(stderr, "%s: %s: up to %zu bytes once expanded, longer than a file name "
                     "may be (%d)\n", prog, d->name, expanded, PATH_MAX - 1);
