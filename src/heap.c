@@ -277,16 +277,19 @@ static void heap_reset(heap_t *heap)
  *   4. a heap made after ebb's destructor ran in its thread (tls.exiting) is
  *      marked exit_pending; the next thread that makes a heap, or the
  *      scavenger's next pass, whether anything else is pending or not,
- *      hands it back once its owner is gone.
+ *      hands it back once its owner is gone. Steps 1-3 need a new thread
+ *      on the same stack, or the heap to have something pending: a program
+ *      that gives each thread a stack of its own that it never frees, and a
+ *      last-round destructor that kept one small block, left one segment of
+ *      4 MiB mapped for every thread, each holding a few blocks (review
+ *      finding: 1,000 threads, 1,001 segments, 4 GiB of address space, for
+ *      66 KiB live).
  *   5. a thread that makes a heap when twice as many are in use as after
  *      the last such look hands back every one whose owner is gone
  *      (heaps_of_gone_owners_hand_back): a thread whose first allocation is
- *      in the last round runs no destructor of ebb's, which step 4 needs. Steps 1-3 need a new thread on the same stack, or the heap to
- *      have something pending: a program that gives each thread a stack of
- *      its own that it never frees, and a last-round destructor that kept
- *      one small block, left one segment of 4 MiB mapped for every thread,
- *      each holding a few blocks (review finding: 1,000 threads, 1,001
- *      segments, 4 GiB of address space, for 66 KiB live).
+ *      in the last round runs no destructor of ebb's, which step 4 needs.
+ * A gone owner runs nothing of its heap's, so steps 1, 4 and 5 need no
+ * quiescing (heap_hand_back_if_gone).
  * ------------------------------------------------------------------------- */
 /* Under heap_pool_lock and heap->lock, which this releases. */
 static void heap_hand_back_held(heap_t *heap)
@@ -339,7 +342,6 @@ void heaps_of_dead_thread_hand_back(uintptr_t thread_id)
  * 10 s by default) the mark goes (heap_scavenge). */
 #define EXIT_PENDING_MAX_PASSES 200
 
-/* Step 4 above: a heap made by a destructor after ebb's. */
 static void heap_mark_if_exiting(heap_t *heap)
 {
     if (ebb_unlikely(tls.exiting)) {
@@ -349,6 +351,19 @@ static void heap_mark_if_exiting(heap_t *heap)
     }
 }
 
+/* Under heap_pool_lock: hand h back if its owner is gone (steps 4 and 5);
+ * true if it went. A heap whose lock is held is left for the next look. */
+static bool heap_hand_back_if_gone(heap_t *h)
+{
+    if (!lock_try_acquire(&h->lock))
+        return false;
+    if (heap_owner_gone(h)) {
+        heap_hand_back_held(h);
+        return true;
+    }
+    lock_release(&h->lock);
+    return false;
+}
 
 /* Step 5: when this many heaps are in use, a thread making its heap looks
  * at every one's owner (HEAP_SWEEP_MIN at first, then twice as many as were
@@ -365,8 +380,7 @@ static unsigned heap_sweep_at = HEAP_SWEEP_MIN;
  * runs no destructor of ebb's, so nothing marks its heap (review finding:
  * 200 such threads, 201 segments). That bounds the heaps in use to twice the
  * threads alive, HEAP_SWEEP_MIN at least; each look costs a system call a
- * heap, amortized over the heaps made since the last. A gone owner runs
- * nothing of its heap's: no quiescing is needed, as in step 1. */
+ * heap, amortized over the heaps made since the last. */
 static void heaps_of_gone_owners_hand_back(void)
 {
     lock_acquire(&heap_pool_lock);
@@ -375,27 +389,22 @@ static void heaps_of_gone_owners_hand_back(void)
         lock_release(&heap_pool_lock);
         return;
     }
-    for (heap_t *h = heap_all; h; h = h->all_next) {
-        if (!h->in_use || (!all && !atomic_load(&h->exit_pending)) || !lock_try_acquire(&h->lock))
-            continue;
-        if (heap_owner_gone(h))
-            heap_hand_back_held(h);
-        else
-            lock_release(&h->lock);
-    }
+    for (heap_t *h = heap_all; h; h = h->all_next)
+        if (h->in_use && (all || atomic_load(&h->exit_pending)))
+            heap_hand_back_if_gone(h);
     if (all)
         heap_sweep_at = heap_ids_in_use * 2 > HEAP_SWEEP_MIN ? heap_ids_in_use * 2 : HEAP_SWEEP_MIN;
     lock_release(&heap_pool_lock);
 }
 
-heap_t *heap_get_or_create(void)
+/* A heap for the calling thread, carrying `thread_id` (its own, or with
+ * THREAD_ID_DEBUG); NULL if no memory could be had for it. The caller makes
+ * it the thread's (tls.heap, tls_debug_heap), then heap_made. */
+static heap_t *heap_make(uintptr_t thread_id)
 {
-    process_init();
-    if (tls.heap != &heap_empty)
-        return tls.heap; /* created by a recursive call during initialization */
-    heaps_of_dead_thread_hand_back(thread_id_self());
+    heaps_of_dead_thread_hand_back(thread_id);
     heaps_of_gone_owners_hand_back();
-    heap_t *heap = heap_pool_take(thread_id_self());
+    heap_t *heap = heap_pool_take(thread_id);
     if (heap == NULL)
         return NULL;
     lock_acquire(&heap->lock); /* a forced pass may already look at it */
@@ -404,34 +413,41 @@ heap_t *heap_get_or_create(void)
     heap->owner_tid = os_gettid();
     heap->owner_pid = os_getpid();
     lock_release(&heap->lock);
-    tls.heap = heap;
-    heap_mark_if_exiting(heap);
-    /* May allocate (glibc's second-level key array): tls.heap is set already. */
-    if (heap_key_ready)
-        pthread_setspecific(heap_key, heap);
     return heap;
 }
 
+/* The heap is the thread's now: its key gets it, so that the thread's exit
+ * hands it back (heap_thread_done). May allocate (glibc's second-level key
+ * array): the caller has set the thread's heap already. */
+static void heap_made(heap_t *heap)
+{
+    heap_mark_if_exiting(heap);
+    if (heap_key_ready)
+        pthread_setspecific(heap_key, heap);
+}
+
+heap_t *heap_get_or_create(void)
+{
+    process_init();
+    if (tls.heap != &heap_empty)
+        return tls.heap; /* created by a recursive call during initialization */
+    heap_t *heap = heap_make(thread_id_self());
+    if (heap == NULL)
+        return NULL;
+    tls.heap = heap;
+    heap_made(heap);
+    return heap;
+}
 heap_t *heap_create_debug(void)
 {
     process_init();
     if (tls_debug_heap)
         return tls_debug_heap;
-    heaps_of_dead_thread_hand_back(thread_id_self() | THREAD_ID_DEBUG);
-    heaps_of_gone_owners_hand_back();
-    heap_t *heap = heap_pool_take(thread_id_self() | THREAD_ID_DEBUG);
+    heap_t *heap = heap_make(thread_id_self() | THREAD_ID_DEBUG);
     if (heap == NULL)
         return NULL;
-    lock_acquire(&heap->lock);
-    heap_reset(heap);
-    heap->busy = &tls.busy;
-    heap->owner_tid = os_gettid();
-    heap->owner_pid = os_getpid();
-    lock_release(&heap->lock);
     tls_debug_heap = heap;
-    heap_mark_if_exiting(heap);
-    if (heap_key_ready)
-        pthread_setspecific(heap_key, heap);
+    heap_made(heap);
     return heap;
 }
 
@@ -754,20 +770,11 @@ void heap_scavenge(uint64_t now_ms, uint64_t idle_ms, bool force)
             else
                 atomic_compare_exchange_strong(&h->exit_pending, &exit_passes, exit_passes + 1);
         }
-        if (ebb_unlikely(atomic_load(&h->exit_pending)) && lock_try_acquire(&h->lock)) {
-            /* Step 4 of "Heaps of threads that died": not waiting for
-             * the heap to look idle, which a dead owner's never stops
-             * being. Judged gone the way a quiesced heap is; one whose
-             * owner still runs its destructors is looked at next pass. */
-            if (heap_quiesce(h)) {
-                if (heap_owner_gone(h)) {
-                    heap_hand_back_held(h);
-                    continue;
-                }
-                heap_unquiesce(h);
-            }
-            lock_release(&h->lock);
-        }
+        /* Step 4 of "Heaps of threads that died": not waiting for the heap
+         * to look idle, which a dead owner's never stops being. One whose
+         * owner still runs its destructors is looked at next pass. */
+        if (ebb_unlikely(atomic_load(&h->exit_pending)) && heap_hand_back_if_gone(h))
+            continue;
         int remote = atomic_exchange(&h->remote_pending, 0) || collect_request_pending(h);
         int retained = atomic_exchange(&h->retained_pending, 0);
         int sparse = atomic_exchange(&h->sparse_pending, 0);

@@ -1050,7 +1050,7 @@ static void scan_maps_line(const char *line, size_t len, void *arg)
 
 /* The roots. False if some could not be listed: /proc/self/maps not read to
  * its end, or empty (a process has a mapping or two: an empty file is one
- * this thread could not read, os.c's proc_thread_self), a module's headers in
+ * this thread could not read, os.c's proc_own), a module's headers in
  * a forked child (scan_relro_by_list), or more RELRO regions than listed
  * (scan_relro). */
 static bool scan_roots(dead_stack_t dead)

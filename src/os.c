@@ -218,31 +218,23 @@ bool os_raised_privileges(void)
  * /proc/self/task/<tid>/ is the same directory. The k-th path to try
  * after `path` (k = 0, 1), in buf (cap bytes); NULL when there is none (not
  * a /proc/self/ file, or its task list, which is the process's). */
+static void task_path(char *path, int tid, const char *file);
+
 static const char *proc_own(const char *path, int k, char *buf, size_t cap)
 {
-    static const char self[] = "/proc/self/";
-    size_t n = sizeof self - 1;
-    if (strncmp(path, self, n) != 0 || strncmp(path + n, "task", 4) == 0)
+    static const char self[] = "/proc/self/", thread[] = "/proc/thread-self/";
+    size_t n = sizeof self - 1, rest = strlen(path + n);
+    if (strncmp(path, self, n) != 0 || strncmp(path + n, "task", 4) == 0 || cap < 64 ||
+        sizeof thread + rest > cap || rest > 32 /* task_path's 64 bytes */)
         return NULL;
-    char dir[48] = "/proc/thread-self/";
-    if (k == 1) {
-        char digits[16];
-        size_t at = sizeof "/proc/self/task/" - 1, nd = 0;
-        memcpy(dir, "/proc/self/task/", at);
-        for (unsigned v = (unsigned)syscall(SYS_gettid); v != 0 || nd == 0; v /= 10)
-            digits[nd++] = (char)('0' + v % 10);
-        while (nd > 0)
-            dir[at++] = digits[--nd];
-        dir[at++] = '/';
-        dir[at] = '\0';
-    } else if (k != 0) {
+    if (k == 0) {
+        memcpy(buf, thread, sizeof thread - 1);
+        memcpy(buf + sizeof thread - 1, path + n, rest + 1);
+    } else if (k == 1) {
+        task_path(buf, os_gettid(), path + n);
+    } else {
         return NULL;
     }
-    size_t dlen = strlen(dir), rest = strlen(path + n);
-    if (dlen + rest + 1 > cap)
-        return NULL;
-    memcpy(buf, dir, dlen);
-    memcpy(buf + dlen, path + n, rest + 1);
     return buf;
 }
 

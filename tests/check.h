@@ -162,6 +162,18 @@ static inline int check_finish(void)
     return check_cases_failed ? 1 : 0;
 }
 
+/* Everything `fd` gives until its end (or cap - 1 bytes), into buf as a
+ * string; its length. */
+static inline size_t check_read_all(int fd, char *buf, size_t cap)
+{
+    size_t len = 0;
+    ssize_t r;
+    while (len < cap - 1 && (r = read(fd, buf + len, cap - 1 - len)) > 0)
+        len += (size_t)r;
+    buf[len] = '\0';
+    return len;
+}
+
 /* Keep `p` (and what it points to) alive: the compiler must assume the asm
  * reads the memory, so stores before it cannot be deleted. */
 static inline void check_keep(const void *p)

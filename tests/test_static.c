@@ -180,11 +180,7 @@ static void debug_report_in_a_static_link_names_the_allocator(void)
     }
     close(fds[1]);
     static char report[16384];
-    size_t len = 0;
-    ssize_t r;
-    while (len < sizeof report - 1 && (r = read(fds[0], report + len, sizeof report - 1 - len)) > 0)
-        len += (size_t)r;
-    report[len] = '\0';
+    check_read_all(fds[0], report, sizeof report);
     close(fds[0]);
     int status;
     waitpid(pid, &status, 0);
@@ -326,11 +322,7 @@ static int run_privileged_child(const char *prog, char *const env[], int uid, ch
         _exit(121);
     }
     close(fds[1]);
-    size_t len = 0;
-    ssize_t r;
-    while (len < cap - 1 && (r = read(fds[0], out + len, cap - 1 - len)) > 0)
-        len += (size_t)r;
-    out[len] = '\0';
+    check_read_all(fds[0], out, cap);
     close(fds[0]);
     int status = -1;
     if (!check_wait_child(pid, &status, 30.0))

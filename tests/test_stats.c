@@ -1598,11 +1598,7 @@ static void reports_of_two_exits_at_once_stay_whole(void)
     REQUIRE(rc == 0, "posix_spawn failed: %d", rc);
     usleep(1000000); /* both exits under way, the first report blocked */
     static char out[65536];
-    size_t len = 0;
-    ssize_t got;
-    while (len < sizeof out - 1 && (got = read(pipe_fd[0], out + len, sizeof out - 1 - len)) > 0)
-        len += (size_t)got;
-    out[len] = '\0';
+    size_t len = check_read_all(pipe_fd[0], out, sizeof out);
     close(pipe_fd[0]);
     int status;
     CHECK(check_wait_child(pid, &status, 30), "the child should exit");
